@@ -1,0 +1,3 @@
+from ledger_cli.main import main
+
+main()

@@ -1,0 +1,105 @@
+"""`ledger ingest` and `ledger chunks`."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from ledger_cli.common import byte_progress, echo_json, json_option, open_ledger
+from ledger_cli.main import Settings, pass_settings
+
+
+@click.command("ingest")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "fixture", "json", "jsonl"]),
+    default="auto",
+    show_default=True,
+    help="auto: .jsonl/.ndjson are JSON Lines; .json is an array or a seed-001 fixture.",
+)
+@json_option
+@pass_settings
+def ingest_command(settings: Settings, files: tuple[str, ...], fmt: str, as_json: bool) -> None:
+    """Store chunk versions: all or nothing per run, one ingest entry in the chain.
+
+    Re-ingesting an identical version counts as unchanged; the same id and
+    source_version with any other difference is refused (versions are immutable).
+
+    \b
+    ledger ingest fixtures/seed001-chunks.json
+    ledger ingest --json exports/*.jsonl
+    """
+    from ledger.ingest import ingest
+
+    engine = open_ledger(settings)
+    total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
+    try:
+        with byte_progress(total, "ingest") as progress:
+            summary = ingest(engine, list(files), fmt, progress=progress)
+    finally:
+        engine.dispose()
+    for note in summary.notes:
+        click.echo(f"note: {note}", err=True)
+    if as_json:
+        echo_json(summary.to_json())
+    else:
+        click.echo(
+            f"batch {summary.batch}: read {summary.read}, new {summary.new}, "
+            f"unchanged {summary.unchanged}"
+        )
+
+
+@click.command("chunks")
+@click.option("--id", "chunk_id", metavar="ID", help="Only the versions of this chunk id.")
+@json_option
+@pass_settings
+def chunks_command(settings: Settings, chunk_id: str | None, as_json: bool) -> None:
+    """List stored chunk versions with their digests (never their bodies).
+
+    \b
+    ledger chunks
+    ledger chunks --id refund-policy --json
+    """
+    from ledger.db import read_transaction
+    from ledger.store import list_versions
+
+    engine = open_ledger(settings)
+    try:
+        with read_transaction(engine) as conn:
+            rows = list_versions(conn, chunk_id)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json({"chunks": rows})
+        return
+    if not rows:
+        click.echo("no chunk versions stored" + (f" for id '{chunk_id}'" if chunk_id else ""), err=True)
+        return
+    header = ("id", "version", "section", "valid", "tokens", "batch", "record", "content")
+    table = [
+        (
+            r["id"],
+            r["source_version"],
+            r["section"],
+            f"{r['effective_from']}..{r['expires_on'] or ''}",
+            str(r["estimated_tokens"]),
+            str(r["batch"]),
+            r["record_digest"][:12],
+            r["content_digest"][:12],
+        )
+        for r in rows
+    ]
+    click.echo(render_table(header, table))
+
+
+def render_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    """A plain aligned text table."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return "\n".join(lines)

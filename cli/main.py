@@ -1,0 +1,129 @@
+"""The `ledger` command group: global options, lazy subcommands, exit codes.
+
+Exit codes (SPEC.md): 0 success, 1 invalid input or refused operation, 2 usage
+error, 3 not found, 4 integrity failure. A `LedgerError` becomes one line
+`error: ...` on stderr with its code; any other exception is a bug and keeps its
+traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+
+import click
+
+from ledger.errors import EXIT_USAGE, LedgerError
+
+# name -> "module:attribute". Modules are imported only when their command runs
+# (or when help lists them), so a database-free command never loads SQLAlchemy.
+COMMANDS: dict[str, str] = {
+    "init": "ledger_cli.db_cmds:init_command",
+    "ingest": "ledger_cli.ingest_cmd:ingest_command",
+    "chunks": "ledger_cli.ingest_cmd:chunks_command",
+    "subject": "ledger_cli.access_cmds:subject_group",
+    "policy": "ledger_cli.access_cmds:policy_group",
+    "build": "ledger_cli.build_cmd:build_command",
+    "packs": "ledger_cli.packs_cmd:packs_command",
+    "show": "ledger_cli.packs_cmd:show_command",
+    "export": "ledger_cli.packs_cmd:export_command",
+    "why-evicted": "ledger_cli.audit_cmds:why_evicted_command",
+    "diff": "ledger_cli.audit_cmds:diff_command",
+    "verify": "ledger_cli.audit_cmds:verify_command",
+    "head": "ledger_cli.audit_cmds:head_command",
+    "replay": "ledger_cli.audit_cmds:replay_command",
+    "pack": "ledger_cli.pack_cmd:pack_command",
+    "select": "ledger_cli.pack_cmd:select_command",
+    "transcript": "ledger_cli.transcript_cmd:transcript_group",
+    "report": "ledger_cli.report_cmd:report_command",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every database command needs: where the database is."""
+
+    db: str
+
+    @property
+    def url(self) -> str:
+        """The SQLAlchemy URL: a value with `://` is one, anything else a file path."""
+        if "://" in self.db:
+            return self.db
+        return "sqlite:///" + os.path.abspath(self.db)
+
+
+pass_settings = click.make_pass_decorator(Settings)
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(
+            name
+            for name, target in COMMANDS.items()
+            if importlib.util.find_spec(target.split(":")[0]) is not None
+        )
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        if importlib.util.find_spec(module_name) is None:
+            return None
+        return getattr(importlib.import_module(module_name), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    envvar="LEDGER_DB",
+    default="ledger.db",
+    show_default=True,
+    metavar="PATH_OR_URL",
+    help="SQLite file, or a SQLAlchemy URL (postgresql+psycopg://...). Also LEDGER_DB.",
+)
+@click.version_option(package_name="context-ledger", prog_name="ledger")
+@click.pass_context
+def cli(ctx: click.Context, db: str) -> None:
+    """Versioned context chunks and audited context packs.
+
+    \b
+    ledger init && ledger ingest chunks.json
+    ledger subject grant default policy-read
+    ledger policy set --allow-trust approved-source --budget 170
+    ledger build --as-of 2026-07-21
+    ledger why-evicted shipping-note
+    """
+    ctx.obj = Settings(db=db)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the group and map errors to exit codes in one place."""
+    try:
+        cli.main(args=argv, prog_name="ledger", standalone_mode=False)
+    except LedgerError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code if exc.exit_code is not None else EXIT_USAGE)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        # `ledger chunks | head`: the reader left; that is not an error of ours.
+        sys.stderr.close()
+        sys.exit(0)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""`ledger packs`, `ledger show`, `ledger export`."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+import click
+
+from ledger_cli.common import echo_json, json_option, open_ledger
+from ledger_cli.ingest_cmd import render_table
+from ledger_cli.main import Settings, pass_settings
+
+
+def describe_detail(reason: str, detail: dict[str, Any]) -> str:
+    """A short human reading of an eviction's detail."""
+    if reason == "budget":
+        return f"needed {detail['needed']}, remaining {detail['remaining']}"
+    if reason in ("superseded", "duplicate"):
+        ref = detail.get("by") or detail.get("kept")
+        word = "by" if reason == "superseded" else "kept"
+        return f"{word} {ref['id']}@{ref['source_version']}"
+    return ", ".join(f"{k} {v}" for k, v in detail.items())
+
+
+def render_pack(data: dict[str, Any]) -> str:
+    """The readable form of a pack: header, one table, evictions by reason."""
+    lines = [
+        f"pack {data['pack']} (entry {data['entry']}): subject {data['subject']}, as of {data['as_of']}, "
+        f"ledger mark {data['ledger_mark']}",
+        f"used {data['used']} of {data['budget']} ({data['counter']}), remaining {data['remaining']}; "
+        f"{len(data['admitted'])} admitted, {len(data['evicted'])} evicted of {data['candidates']} candidates",
+        f"pack digest {data['pack_digest']}",
+        "",
+    ]
+    rows = [(a["section"], a["id"], a["source_version"], str(a["tokens"]), "admitted") for a in data["admitted"]]
+    rows += [
+        ("-", e["id"], e["source_version"], str(e["tokens"]), f"{e['reason']} ({describe_detail(e['reason'], e['detail'])})")
+        for e in data["evicted"]
+    ]
+    lines.append(render_table(("section", "id", "version", "tokens", "reason"), rows))
+    counts = Counter(e["reason"] for e in data["evicted"])
+    lines.append("")
+    lines.append(
+        "evictions: " + (", ".join(f"{r} {n}" for r, n in sorted(counts.items())) if counts else "none")
+    )
+    return "\n".join(lines)
+
+
+@click.command("packs")
+@json_option
+@pass_settings
+def packs_command(settings: Settings, as_json: bool) -> None:
+    """List recorded packs, oldest first.
+
+    \b
+    ledger packs --json
+    """
+    from ledger.db import read_transaction
+    from ledger.packs import list_packs
+
+    engine = open_ledger(settings)
+    try:
+        with read_transaction(engine) as conn:
+            items = list_packs(conn)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json({"packs": items})
+        return
+    if not items:
+        click.echo("no packs recorded; run `ledger build --as-of DATE`", err=True)
+        return
+    click.echo(render_table(
+        ("pack", "entry", "subject", "as_of", "used", "budget", "digest"),
+        [(str(p["pack"]), str(p["entry"]), p["subject"], p["as_of"], str(p["used"]), str(p["budget"]),
+          p["pack_digest"][:12]) for p in items],
+    ))
+
+
+@click.command("show")
+@click.argument("pack")
+@json_option
+@pass_settings
+def show_command(settings: Settings, pack: str, as_json: bool) -> None:
+    """One pack: its admissions in output order and every eviction with its reason.
+
+    PACK is a pack number or a unique prefix (6+ hex) of a pack digest.
+
+    \b
+    ledger show 1
+    ledger show 3fa2c1 --json
+    """
+    from ledger.db import read_transaction
+    from ledger.packs import pack_json, resolve_pack
+
+    engine = open_ledger(settings)
+    try:
+        with read_transaction(engine) as conn:
+            data = pack_json(conn, resolve_pack(conn, pack))
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json(data)
+    else:
+        click.echo(render_pack(data))
+
+
+@click.command("export")
+@click.argument("pack")
+@click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True)
+@click.option("--with-content", is_flag=True, help="Include chunk bodies (they are left out by default).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (owner-only) instead of stdout.")
+@pass_settings
+def export_command(settings: Settings, pack: str, fmt: str, with_content: bool, output: str | None) -> None:
+    """The pack for a model or a file: a JSON manifest with provenance, or Markdown.
+
+    Bodies are exported only with --with-content.
+
+    \b
+    ledger export 1 --format markdown --with-content -o context.md
+    ledger export 1 --format json
+    """
+    import json
+
+    from ledger.db import read_transaction
+    from ledger.packs import export_manifest, export_markdown, resolve_pack
+
+    engine = open_ledger(settings)
+    try:
+        with read_transaction(engine) as conn:
+            n = resolve_pack(conn, pack)
+            if fmt == "json":
+                text = json.dumps(export_manifest(conn, n, with_content), sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+            else:
+                text = export_markdown(conn, n, with_content)
+    finally:
+        engine.dispose()
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    write_private(output, text)
+    click.echo(f"wrote {os.path.abspath(output)}", err=True)
+
+
+def write_private(path: str, text: str) -> None:
+    """Write a file readable by its owner only, replacing it atomically."""
+    from ledger.errors import InputError
+
+    if os.path.islink(path):
+        raise InputError(f"{path}: is a symbolic link; name a regular file")
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise InputError(f"{path}: cannot write ({exc.strerror})") from None

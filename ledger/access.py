@@ -1,0 +1,172 @@
+"""Who may see what, kept as history: subject grants and the application policy.
+
+Every change is a ledger entry and a set of rows that reference it; nothing is
+updated or deleted, so the grants and policy in force at any ledger time can be
+read back (`grants_at`, `policy_at`) and old packs stay explainable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, insert, select
+
+from ledger.canonical import canonical_json, digest_value
+from ledger.chain import reserve_entry, seal_entry
+from ledger.db import write_transaction
+from ledger.errors import InputError, RefusedError
+from ledger.models import Grant, PolicyVersion
+from ledger.records import TRUST_LABELS
+
+SUBJECT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$")
+PERMISSION_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,63}$")
+MAX_BUDGET = 10_000_000
+grants = Grant.__table__
+policies = PolicyVersion.__table__
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The application policy in force: allowed trust labels and default budget."""
+
+    allowed_trust: tuple[str, ...]
+    budget: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"allowed_trust": list(self.allowed_trust), "budget": self.budget}
+
+
+def check_subject(subject: str) -> str:
+    if not SUBJECT_RE.match(subject):
+        raise InputError(
+            f"subject {subject!r}: use letters, digits and . _ @ : - (at most 128 characters)"
+        )
+    return subject
+
+
+def check_budget(budget: int, where: str = "--budget") -> int:
+    if not 1 <= budget <= MAX_BUDGET:
+        raise InputError(f"{where}: must be between 1 and {MAX_BUDGET}, got {budget}")
+    return budget
+
+
+def _check_permissions(permissions: list[str]) -> list[str]:
+    if not permissions:
+        raise InputError("name at least one permission")
+    for p in permissions:
+        if not PERMISSION_RE.match(p):
+            raise InputError(
+                f"permission {p!r}: must be an identifier (lower-case letters, digits, '-'; 2-64 characters)"
+            )
+    return sorted(set(permissions))
+
+
+def grants_at(conn: Connection, subject: str, mark: int | None = None) -> list[str]:
+    """The permissions a subject held at ledger time `mark` (default: now), sorted."""
+    query = select(grants.c.permission, grants.c.action).where(grants.c.subject == subject)
+    if mark is not None:
+        query = query.where(grants.c.entry_seq <= mark)
+    held: set[str] = set()
+    for row in conn.execute(query.order_by(grants.c.entry_seq, grants.c.id)):
+        if row.action == "grant":
+            held.add(row.permission)
+        else:
+            held.discard(row.permission)
+    return sorted(held)
+
+
+def grant_history(conn: Connection, subject: str) -> list[dict[str, Any]]:
+    """Every grant and revoke of a subject, oldest first, one item per entry."""
+    out: dict[int, dict[str, Any]] = {}
+    for row in conn.execute(
+        select(grants.c.entry_seq, grants.c.action, grants.c.permission)
+        .where(grants.c.subject == subject)
+        .order_by(grants.c.entry_seq, grants.c.permission)
+    ):
+        item = out.setdefault(row.entry_seq, {"entry": row.entry_seq, "action": row.action, "permissions": []})
+        item["permissions"].append(row.permission)
+    return list(out.values())
+
+
+def grant_payload(subject: str, action: str, permissions: list[str]) -> str:
+    return digest_value({"kind": action, "subject": subject, "permissions": sorted(permissions)})
+
+
+def change_grants(engine: Engine, subject: str, permissions: list[str], action: str) -> tuple[int | None, list[str]]:
+    """Grant or revoke; returns (entry seq or None when nothing changed, the changed permissions)."""
+    check_subject(subject)
+    perms = _check_permissions(permissions)
+    with write_transaction(engine) as conn:
+        held = set(grants_at(conn, subject))
+        if action == "grant":
+            changed = [p for p in perms if p not in held]
+        else:
+            missing = [p for p in perms if p not in held]
+            if missing:
+                raise RefusedError(
+                    f"subject '{subject}' does not hold {', '.join(missing)}; it holds "
+                    f"{', '.join(sorted(held)) or 'nothing'}"
+                )
+            changed = perms
+        if not changed:
+            return None, []
+        seq = reserve_entry(conn, action)
+        conn.execute(
+            insert(grants),
+            [{"entry_seq": seq, "subject": subject, "permission": p, "action": action} for p in changed],
+        )
+        seal_entry(conn, seq, grant_payload(subject, action, changed))
+    return seq, changed
+
+
+def policy_at(conn: Connection, mark: int | None = None) -> Policy | None:
+    """The policy in force at ledger time `mark` (default: now), or None if never set."""
+    query = select(policies.c.allowed_trust, policies.c.budget)
+    if mark is not None:
+        query = query.where(policies.c.entry_seq <= mark)
+    row = conn.execute(query.order_by(policies.c.entry_seq.desc()).limit(1)).first()
+    if row is None:
+        return None
+    return Policy(tuple(json.loads(row.allowed_trust)), row.budget)
+
+
+def policy_history(conn: Connection) -> list[dict[str, Any]]:
+    return [
+        {"entry": r.entry_seq, "allowed_trust": json.loads(r.allowed_trust), "budget": r.budget}
+        for r in conn.execute(select(policies).order_by(policies.c.entry_seq))
+    ]
+
+
+def policy_payload(policy: Policy) -> str:
+    return digest_value({"kind": "policy", **policy.to_json()})
+
+
+def set_policy(engine: Engine, allow_trust: list[str] | None, budget: int | None) -> tuple[int | None, Policy]:
+    """Record a new policy. Parts not given keep their current values."""
+    if allow_trust is not None:
+        for label in allow_trust:
+            if label not in TRUST_LABELS:
+                raise InputError(
+                    f"--allow-trust: unsupported trust label {label!r}; use one of {', '.join(TRUST_LABELS)}"
+                )
+    if budget is not None:
+        check_budget(budget)
+    with write_transaction(engine) as conn:
+        current = policy_at(conn)
+        if allow_trust is None and current is None:
+            raise InputError("no policy yet: the first `policy set` needs --allow-trust")
+        trust = tuple(sorted(set(allow_trust))) if allow_trust is not None else current.allowed_trust  # type: ignore[union-attr]
+        new = Policy(trust, budget if budget is not None else (current.budget if current else None))
+        if new == current:
+            return None, new
+        seq = reserve_entry(conn, "policy")
+        conn.execute(
+            insert(policies).values(
+                entry_seq=seq, allowed_trust=canonical_json(list(new.allowed_trust)), budget=new.budget
+            )
+        )
+        seal_entry(conn, seq, policy_payload(new))
+    return seq, new

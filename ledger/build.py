@@ -1,0 +1,352 @@
+"""`ledger build`: select from the ledger for a subject on a date, record the pack.
+
+The shell around the pure core: it reads the candidates, grants and policy as
+they stood at a ledger time, lets `ledger.select` decide, and writes the pack,
+one decision row per candidate and the pack's ledger entry in one transaction.
+`replay` reuses `decide` with a pack's recorded inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from sqlalchemy import Connection, Engine, func, insert, select
+
+from ledger.access import Policy, check_budget, check_subject, grants_at, policy_at
+from ledger.canonical import canonical_json, digest_trusted, digest_value
+from ledger.chain import read_head, reserve_entry, seal_entry
+from ledger.context import Context
+from ledger.db import write_transaction
+from ledger.errors import InputError
+from ledger.models import Decision, Pack, TokenCount
+from ledger.models import ChunkVersion
+from ledger.select import SELECTOR_VERSION, Candidate, Request, select as run_selector
+from ledger.tokens import ESTIMATED, counter_id, text_counter
+
+REASON_CODES = {
+    "permission_denied": 1,
+    "trust_denied": 2,
+    "not_yet_effective": 3,
+    "expired": 4,
+    "superseded": 5,
+    "duplicate": 6,
+    "budget": 7,
+}
+REASON_NAMES = {code: name for name, code in REASON_CODES.items()}
+versions = ChunkVersion.__table__
+packs = Pack.__table__
+decisions = Decision.__table__
+token_counts = TokenCount.__table__
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """Everything a build decides from, besides the candidates."""
+
+    as_of: str
+    subject: str
+    grants: tuple[str, ...]
+    policy: Policy
+    budget: int
+    counter: str  # counter id: name and implementation version
+    mark: int  # ledger time: the last entry the build could see
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "as_of": self.as_of,
+            "subject": self.subject,
+            "grants": list(self.grants),
+            "policy": self.policy.to_json(),
+            "budget": self.budget,
+            "counter": self.counter,
+            "selector_version": SELECTOR_VERSION,
+        }
+
+
+def check_date(value: str, where: str = "--as-of") -> str:
+    try:
+        ok = date.fromisoformat(value).isoformat() == value
+    except ValueError:
+        ok = False
+    if not ok:
+        raise InputError(f"{where}: {value!r} must use YYYY-MM-DD and be a real date")
+    return value
+
+
+def resolve_inputs(
+    conn: Connection,
+    as_of: str,
+    subject: str = "default",
+    budget: int | None = None,
+    counter: str = ESTIMATED,
+    ledger_at: int | None = None,
+) -> Inputs:
+    """The grants, policy and budget in force at ledger time `ledger_at` (default: now)."""
+    check_date(as_of)
+    check_subject(subject)
+    head = read_head(conn)
+    if ledger_at is None:
+        mark = head.seq
+    else:
+        if not 1 <= ledger_at <= head.seq:
+            raise InputError(f"--ledger-at: {ledger_at} is not an entry (the ledger has 1..{head.seq})")
+        mark = ledger_at
+    policy = policy_at(conn, mark)
+    if policy is None:
+        raise InputError(
+            f"no policy at ledger entry {mark}; run `ledger policy set --allow-trust LABEL ... --budget N`"
+        )
+    if budget is None:
+        if policy.budget is None:
+            raise InputError("no budget: pass --budget N or set one with `ledger policy set --budget N`")
+        budget = policy.budget
+    check_budget(budget)
+    return Inputs(
+        as_of=as_of,
+        subject=subject,
+        grants=tuple(grants_at(conn, subject, mark)),
+        policy=policy,
+        budget=budget,
+        counter=counter_id(counter),
+        mark=mark,
+    )
+
+
+def load_candidates(conn: Connection, mark: int, counter: str) -> tuple[list[Candidate], dict[str, int]]:
+    """Every chunk version ingested at or before `mark`, costed by `counter` (an id).
+
+    Returns the candidates and a map from record digest to version id.
+    """
+    c = versions.c
+    cols = [
+        c.vid, c.chunk_id, c.source_version, c.section, c.effective_from, c.expires_on,
+        c.required_permission, c.trust, c.dedupe_key, c.estimated_tokens, c.priority,
+        c.required, c.record_digest, c.content_digest,
+    ]
+    rows = conn.execute(select(*cols).where(c.batch_seq <= mark)).all()
+    if counter == ESTIMATED:
+        tokens = {r.vid: r.estimated_tokens for r in rows}
+    else:
+        tokens = count_tokens(conn, [r.vid for r in rows], counter)
+    cands = [
+        Candidate(
+            id=r.chunk_id,
+            source_version=r.source_version,
+            section=r.section,
+            effective_from=r.effective_from,
+            expires_on=r.expires_on,
+            required_permission=r.required_permission,
+            trust=r.trust,
+            dedupe_key=r.dedupe_key,
+            tokens=tokens[r.vid],
+            priority=r.priority,
+            required=bool(r.required),
+            record_digest=r.record_digest,
+            content_digest=r.content_digest,
+            ingest_rank=r.vid,
+        )
+        for r in rows
+    ]
+    return cands, {r.record_digest: r.vid for r in rows}
+
+
+def count_tokens(conn: Connection, vids: Sequence[int], counter: str) -> dict[int, int]:
+    """Token counts of versions under a counter id, computed once and cached."""
+    cached = {
+        r.vid: r.tokens
+        for r in conn.execute(
+            select(token_counts.c.vid, token_counts.c.tokens).where(token_counts.c.counter == counter)
+        )
+    }
+    missing = [v for v in vids if v not in cached]
+    if missing:
+        count = text_counter(counter.split("@", 1)[0])
+        new_rows = []
+        for start in range(0, len(missing), 5000):
+            part = missing[start : start + 5000]
+            for r in conn.execute(select(versions.c.vid, versions.c.content).where(versions.c.vid.in_(part))):
+                n = count(r.content)
+                cached[r.vid] = n
+                new_rows.append({"vid": r.vid, "counter": counter, "tokens": n})
+        if new_rows and conn.get_execution_options().get("ledger_write"):
+            conn.execute(insert(token_counts), new_rows)
+    return {v: cached[v] for v in vids}
+
+
+def decide(inputs: Inputs, candidates: Iterable[Candidate]) -> Context:
+    """Run the pure core on the inputs."""
+    return run_selector(
+        candidates,
+        Request(
+            as_of=inputs.as_of,
+            granted=frozenset(inputs.grants),
+            allowed_trust=frozenset(inputs.policy.allowed_trust),
+            budget=inputs.budget,
+        ),
+    )
+
+
+def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
+    """SPEC: policy snapshot, grants, as-of, budget, selector version, counter and
+    the sorted candidate record digests."""
+    return digest_trusted(
+        {
+            "as_of": inputs.as_of,
+            "budget": inputs.budget,
+            "candidates": sorted(candidate_digests),
+            "counter": inputs.counter,
+            "grants": list(inputs.grants),
+            "policy": inputs.policy.to_json(),
+            "selector_version": SELECTOR_VERSION,
+        }
+    )
+
+
+def pack_digest(
+    inputs: Inputs,
+    in_digest: str,
+    admitted: list[tuple[str, int]],
+    evicted: list[tuple[str, str, dict[str, Any], int]],
+) -> str:
+    """The digest of what was decided: the inputs (through the input digest, which
+    covers the candidates), and every admission in order and eviction by digest.
+    Not the pack's number or entry: two identical builds share a pack digest."""
+    return digest_trusted(
+        {
+            **inputs.to_json(),
+            "input_digest": in_digest,
+            "admitted": [{"record_digest": d, "tokens": t} for d, t in admitted],
+            "evicted": [
+                {"record_digest": d, "reason": r, "detail": det, "tokens": t}
+                for d, r, det, t in sorted(evicted, key=lambda e: e[0])
+            ],
+        }
+    )
+
+
+def context_digests(inputs: Inputs, candidates: list[Candidate], ctx: Context) -> tuple[str, str]:
+    """(input digest, pack digest) of a decision made by the core."""
+    ind = input_digest(inputs, (c.record_digest for c in candidates))
+    pd = pack_digest(
+        inputs,
+        ind,
+        [(c.record_digest, c.tokens) for c in ctx.items],
+        [(e.candidate.record_digest, e.reason, dict(e.detail), e.candidate.tokens) for e in ctx.evicted],
+    )
+    return ind, pd
+
+
+def pack_entry_payload(pack_no: int, pack_dig: str, in_digest: str, mark: int) -> str:
+    return digest_value(
+        {"kind": "pack", "pack": pack_no, "pack_digest": pack_dig, "input_digest": in_digest, "ledger_mark": mark}
+    )
+
+
+def record_pack(
+    conn: Connection, inputs: Inputs, candidates: list[Candidate], ctx: Context, vid_of: dict[str, int]
+) -> int:
+    """Write the pack, its decisions and its entry (inside a write transaction)."""
+    in_digest, pack_dig = context_digests(inputs, candidates, ctx)
+    seq = reserve_entry(conn, "pack")
+    pack_no = int(conn.execute(select(func.coalesce(func.max(packs.c.pack_no), 0))).scalar_one()) + 1
+    conn.execute(
+        insert(packs).values(
+            pack_no=pack_no,
+            entry_seq=seq,
+            ledger_mark=inputs.mark,
+            as_of=inputs.as_of,
+            subject=inputs.subject,
+            budget=inputs.budget,
+            used=ctx.admitted_tokens,
+            counter=inputs.counter,
+            selector_version=SELECTOR_VERSION,
+            grants=canonical_json(list(inputs.grants)),
+            policy=canonical_json(inputs.policy.to_json()),
+            candidate_count=len(candidates),
+            input_digest=in_digest,
+            pack_digest=pack_dig,
+        )
+    )
+    rows: list[dict[str, Any]] = [
+        {"pack_no": pack_no, "vid": vid_of[c.record_digest], "status": 0, "tokens": c.tokens,
+         "position": i, "remaining": None, "ref_vid": None}
+        for i, c in enumerate(ctx.items)
+    ]
+    for e in ctx.evicted:
+        detail = e.detail
+        ref = detail.get("by") or detail.get("kept")
+        rows.append(
+            {
+                "pack_no": pack_no,
+                "vid": vid_of[e.candidate.record_digest],
+                "status": REASON_CODES[e.reason],
+                "tokens": e.candidate.tokens,
+                "position": None,
+                "remaining": detail["remaining"] if e.reason == "budget" else None,
+                "ref_vid": vid_of[ref["record_digest"]] if ref else None,
+            }
+        )
+    for start in range(0, len(rows), 20_000):
+        conn.execute(insert(decisions), rows[start : start + 20_000])
+    seal_entry(conn, seq, pack_entry_payload(pack_no, pack_dig, in_digest, inputs.mark))
+    return pack_no
+
+
+def build_in(
+    conn: Connection,
+    as_of: str,
+    subject: str = "default",
+    budget: int | None = None,
+    counter: str = ESTIMATED,
+    ledger_at: int | None = None,
+) -> int:
+    """Build and record one pack inside an open write transaction; return its number."""
+    inputs = resolve_inputs(conn, as_of, subject, budget, counter, ledger_at)
+    candidates, vid_of = load_candidates(conn, inputs.mark, inputs.counter)
+    ctx = decide(inputs, candidates)
+    return record_pack(conn, inputs, candidates, ctx, vid_of)
+
+
+def build_pack(
+    engine: Engine,
+    as_of: str,
+    subject: str = "default",
+    budget: int | None = None,
+    counter: str = ESTIMATED,
+    ledger_at: int | None = None,
+) -> int:
+    """Build and record one pack in its own transaction; return its number."""
+    with write_transaction(engine) as conn:
+        return build_in(conn, as_of, subject, budget, counter, ledger_at)
+
+
+def parse_batch_line(raw: bytes, where: str) -> dict[str, Any]:
+    """One `--batch` line: {"subject", "as_of", "budget"?}."""
+    from ledger.strictjson import StrictJSONError, loads_strict
+
+    try:
+        obj = loads_strict(raw)
+    except StrictJSONError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected an object with subject, as_of and optional budget")
+    extra = set(obj) - {"subject", "as_of", "budget"}
+    missing = {"subject", "as_of"} - set(obj)
+    if extra or missing:
+        raise InputError(
+            f"{where}: invalid fields: missing {sorted(missing)}, unknown {sorted(extra)}"
+        )
+    if not isinstance(obj["subject"], str) or not isinstance(obj["as_of"], str):
+        raise InputError(f"{where}: subject and as_of must be strings")
+    b = obj.get("budget")
+    if b is not None and (isinstance(b, bool) or not isinstance(b, int)):
+        raise InputError(f"{where}: field 'budget': must be an integer")
+    return {"subject": obj["subject"], "as_of": obj["as_of"], "budget": b}
+
+
+def json_list(text: str) -> list[Any]:
+    return list(json.loads(text))

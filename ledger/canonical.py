@@ -1,0 +1,101 @@
+"""Canonical JSON (RFC 8785) and SHA-256 digests. Pure: no I/O.
+
+The values the ledger hashes hold only strings, integers, booleans, null, lists
+and objects, never floats, so RFC 8785 reduces to: object members sorted by their
+keys' UTF-16 code units, no insignificant white space, UTF-8 output, and the
+ECMAScript string escapes (which `json.dumps(ensure_ascii=False)` produces for the
+control characters; lone surrogates are refused before anything is hashed).
+Integers are kept within the IEEE-754 safe range, as RFC 8785 requires.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+_MAX_SAFE_INT = 2**53 - 1
+_encode_str = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _utf16_key(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _write(value: Any, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(_encode_str(value))
+    elif isinstance(value, int):
+        if not -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+            raise ValueError(f"integer {value} is outside the RFC 8785 safe range")
+        out.append(str(value))
+    elif isinstance(value, dict):
+        out.append("{")
+        first = True
+        for key in sorted(value, key=_utf16_key):
+            if not isinstance(key, str):
+                raise TypeError(f"object key {key!r} is not a string")
+            if not first:
+                out.append(",")
+            first = False
+            out.append(_encode_str(key))
+            out.append(":")
+            _write(value[key], out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _write(item, out)
+        out.append("]")
+    else:
+        raise TypeError(f"cannot canonicalize {type(value).__name__} (floats are not hashed)")
+
+
+def canonical_json(value: Any) -> str:
+    """Return the RFC 8785 canonical JSON text of `value`.
+
+    >>> canonical_json({"b": 1, "a": [True, None, "é"]})
+    '{"a":[true,null,"é"],"b":1}'
+    """
+    out: list[str] = []
+    _write(value, out)
+    return "".join(out)
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The UTF-8 bytes of `canonical_json(value)`."""
+    return canonical_json(value).encode("utf-8")
+
+
+def sha256_hex(data: bytes) -> str:
+    """Lower-case hex SHA-256 of `data`."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest_value(value: Any) -> str:
+    """SHA-256 of a value's canonical JSON: the record, input and pack digests."""
+    return hashlib.sha256(canonical_bytes(value)).hexdigest()
+
+
+def content_digest(content: str) -> str:
+    """SHA-256 of the content's UTF-8 bytes, exactly as stored."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def digest_trusted(value: Any) -> str:
+    """`digest_value` for large values that the ledger builds itself.
+
+    Only for values whose object keys are ASCII and which hold no floats (pack
+    manifests, decision lists): for those, `json.dumps` with sorted keys is
+    byte-identical to RFC 8785 and runs in C. A test checks the equality.
+    """
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

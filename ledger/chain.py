@@ -1,0 +1,93 @@
+"""The append-only hash chain: one line of entries numbered 1, 2, 3, ...
+
+Each entry's hash covers its number, kind, payload digest and the previous
+entry's hash, so changing, deleting, inserting or reordering any entry breaks
+every hash after it; `verify --checkpoint SEQ:HASH` also catches truncation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from ledger.canonical import digest_value
+from ledger.models import Entry
+
+GENESIS = "0" * 64
+KINDS = ("ingest", "grant", "revoke", "policy", "pack")
+entries = Entry.__table__
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The newest entry: a checkpoint that later states must extend."""
+
+    seq: int
+    entry_hash: str
+
+    def checkpoint(self) -> str:
+        return f"{self.seq}:{self.entry_hash}"
+
+
+def entry_hash(seq: int, kind: str, payload_digest: str, prev_hash: str) -> str:
+    """The hash of one entry: SHA-256 of the canonical JSON of its four fields."""
+    return digest_value(
+        {"seq": seq, "kind": kind, "payload_digest": payload_digest, "prev_hash": prev_hash}
+    )
+
+
+def read_head(conn: Connection) -> Head:
+    """The newest entry, or seq 0 with the genesis hash for an empty ledger."""
+    row = conn.execute(
+        select(entries.c.seq, entries.c.entry_hash).order_by(entries.c.seq.desc()).limit(1)
+    ).first()
+    return Head(0, GENESIS) if row is None else Head(row.seq, row.entry_hash)
+
+
+def entry_at(conn: Connection, seq: int) -> Head | None:
+    row = conn.execute(
+        select(entries.c.seq, entries.c.entry_hash).where(entries.c.seq == seq)
+    ).first()
+    return None if row is None else Head(row.seq, row.entry_hash)
+
+
+def reserve_entry(conn: Connection, kind: str) -> int:
+    """Append a placeholder entry (inside a write transaction) and return its number.
+
+    Records that reference the entry are written next; `seal_entry` then sets
+    the payload digest and hash before the transaction commits, so no other
+    reader ever sees the placeholder.
+    """
+    head = read_head(conn)
+    seq = head.seq + 1
+    conn.execute(
+        insert(entries).values(
+            seq=seq,
+            kind=kind,
+            payload_digest=GENESIS,
+            prev_hash=head.entry_hash,
+            entry_hash=f"pending-{seq}",
+            recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+    )
+    return seq
+
+
+def seal_entry(conn: Connection, seq: int, payload_digest: str) -> Head:
+    """Fill in the payload digest and the chained hash of a reserved entry."""
+    row = conn.execute(
+        select(entries.c.kind, entries.c.prev_hash).where(entries.c.seq == seq)
+    ).one()
+    h = entry_hash(seq, row.kind, payload_digest, row.prev_hash)
+    conn.execute(
+        update(entries)
+        .where(entries.c.seq == seq)
+        .values(payload_digest=payload_digest, entry_hash=h)
+    )
+    return Head(seq, h)
+
+
+def entry_count(conn: Connection) -> int:
+    return int(conn.execute(select(func.count()).select_from(entries)).scalar_one())

@@ -1,0 +1,168 @@
+"""The database schema as SQLAlchemy 2 typed models.
+
+The migrations in `migrations/versions` create exactly this schema (a test runs
+Alembic's autogenerate against it and expects no difference). Dates are stored
+as `YYYY-MM-DD` text: they compare correctly as text and read back identically on
+SQLite and PostgreSQL, which keeps every digest backend-independent.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+DIGEST = String(64)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Entry(Base):
+    """One link of the hash chain: ingest batch, grant, revoke, policy change or pack.
+
+    `entry_hash` = SHA-256 of the canonical JSON of {seq, kind, payload_digest,
+    prev_hash}; `recorded_at` is informational wall-clock time and not hashed, so
+    the same inputs give the same chain on every backend.
+    """
+
+    __tablename__ = "entries"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    kind: Mapped[str] = mapped_column(String(16))
+    payload_digest: Mapped[str] = mapped_column(DIGEST)
+    prev_hash: Mapped[str] = mapped_column(DIGEST)
+    entry_hash: Mapped[str] = mapped_column(DIGEST, unique=True)
+    recorded_at: Mapped[str] = mapped_column(String(32))
+
+
+class Batch(Base):
+    """An ingest run: what was read, what was new, what was already stored."""
+
+    __tablename__ = "batches"
+
+    seq: Mapped[int] = mapped_column(ForeignKey("entries.seq"), primary_key=True)
+    read_count: Mapped[int] = mapped_column(Integer)
+    new_count: Mapped[int] = mapped_column(Integer)
+    unchanged_count: Mapped[int] = mapped_column(Integer)
+    sources: Mapped[str] = mapped_column(Text)  # JSON list of the file names read
+
+
+class ChunkVersion(Base):
+    """One immutable chunk version; `vid` orders versions by ingest (ledger time)."""
+
+    __tablename__ = "chunk_versions"
+    __table_args__ = (UniqueConstraint("chunk_id", "source_version"),)
+
+    vid: Mapped[int] = mapped_column(Integer, primary_key=True)
+    chunk_id: Mapped[str] = mapped_column(String(64))
+    source_version: Mapped[str] = mapped_column(String(80))
+    section: Mapped[str] = mapped_column(String(16))
+    source_uri: Mapped[str] = mapped_column(String(300))
+    effective_from: Mapped[str] = mapped_column(String(10))
+    expires_on: Mapped[str | None] = mapped_column(String(10))
+    required_permission: Mapped[str] = mapped_column(String(64))
+    trust: Mapped[str] = mapped_column(String(24))
+    dedupe_key: Mapped[str] = mapped_column(String(64), index=True)
+    estimated_tokens: Mapped[int] = mapped_column(Integer)
+    priority: Mapped[int] = mapped_column(Integer)
+    required: Mapped[bool] = mapped_column(Boolean)
+    content: Mapped[str] = mapped_column(Text)
+    content_digest: Mapped[str] = mapped_column(DIGEST, index=True)
+    record_digest: Mapped[str] = mapped_column(DIGEST, unique=True)
+    batch_seq: Mapped[int] = mapped_column(ForeignKey("batches.seq"), index=True)
+
+
+class TokenCount(Base):
+    """Cached token counts per chunk version and counter (name and version)."""
+
+    __tablename__ = "token_counts"
+
+    vid: Mapped[int] = mapped_column(ForeignKey("chunk_versions.vid"), primary_key=True)
+    counter: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tokens: Mapped[int] = mapped_column(Integer)
+
+
+class Grant(Base):
+    """A grant or revoke of permissions to a subject; one row per permission."""
+
+    __tablename__ = "grants"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    entry_seq: Mapped[int] = mapped_column(ForeignKey("entries.seq"), index=True)
+    subject: Mapped[str] = mapped_column(String(128), index=True)
+    permission: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(8))  # grant | revoke
+
+
+class PolicyVersion(Base):
+    """The whole application policy as it stands after one `policy set`."""
+
+    __tablename__ = "policies"
+
+    entry_seq: Mapped[int] = mapped_column(ForeignKey("entries.seq"), primary_key=True)
+    allowed_trust: Mapped[str] = mapped_column(Text)  # canonical JSON list, sorted
+    budget: Mapped[int | None] = mapped_column(Integer)
+
+
+class Pack(Base):
+    """One build: its request, snapshots, figures and digests."""
+
+    __tablename__ = "packs"
+
+    pack_no: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    entry_seq: Mapped[int] = mapped_column(ForeignKey("entries.seq"), unique=True)
+    ledger_mark: Mapped[int] = mapped_column(Integer)
+    as_of: Mapped[str] = mapped_column(String(10))
+    subject: Mapped[str] = mapped_column(String(128), index=True)
+    budget: Mapped[int] = mapped_column(Integer)
+    used: Mapped[int] = mapped_column(Integer)
+    counter: Mapped[str] = mapped_column(String(64))
+    selector_version: Mapped[str] = mapped_column(String(64))
+    grants: Mapped[str] = mapped_column(Text)  # canonical JSON list, sorted
+    policy: Mapped[str] = mapped_column(Text)  # canonical JSON object
+    candidate_count: Mapped[int] = mapped_column(Integer)
+    input_digest: Mapped[str] = mapped_column(DIGEST)
+    pack_digest: Mapped[str] = mapped_column(DIGEST, index=True)
+
+
+class Decision(Base):
+    """What one pack decided about one candidate.
+
+    Kept narrow, because there is one row per candidate per pack: `status` 0 is
+    admitted, 1-7 the reason codes in gate order; `position` is the admitted
+    output order; `remaining` is the budget eviction's detail and `ref_vid` the
+    superseding or kept version. Every other detail is a field of the version.
+    """
+
+    __tablename__ = "decisions"
+    __table_args__ = (
+        Index("ix_decisions_vid_pack_no", "vid", "pack_no"),
+        {"sqlite_with_rowid": False},
+    )
+
+    pack_no: Mapped[int] = mapped_column(ForeignKey("packs.pack_no"), primary_key=True)
+    vid: Mapped[int] = mapped_column(ForeignKey("chunk_versions.vid"), primary_key=True)
+    status: Mapped[int] = mapped_column(SmallInteger)
+    tokens: Mapped[int] = mapped_column(Integer)
+    position: Mapped[int | None] = mapped_column(Integer)
+    remaining: Mapped[int | None] = mapped_column(Integer)
+    ref_vid: Mapped[int | None] = mapped_column(ForeignKey("chunk_versions.vid"))

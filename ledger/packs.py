@@ -1,0 +1,230 @@
+"""Reading recorded packs: resolve a PACK reference, the SPEC JSON, exports.
+
+A decision row stores only what its version cannot tell (status, tokens,
+position, the budget's `remaining`, the superseding or kept version); `detail_of`
+rebuilds SPEC's detail object from it, for show, why-evicted and verify alike.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+
+from ledger.build import REASON_NAMES
+from ledger.errors import InputError, NotFoundError
+from ledger.models import ChunkVersion, Decision, Entry, Pack
+
+packs = Pack.__table__
+decisions = Decision.__table__
+entries = Entry.__table__
+versions = ChunkVersion.__table__
+SECTION_ORDER = ("policy", "state", "evidence", "current-input")
+_HEX = re.compile(r"^[0-9a-f]+$")
+
+
+def resolve_pack(conn: Connection, ref: str) -> int:
+    """PACK: a pack number, or a unique prefix (6+ hex characters) of a pack digest."""
+    ref = ref.strip().lower()
+    if ref.isdigit():
+        n = int(ref)
+        if conn.execute(select(packs.c.pack_no).where(packs.c.pack_no == n)).first():
+            return n
+        if len(ref) < 6:
+            raise NotFoundError(f"no pack {n}; `ledger packs` lists them")
+    if len(ref) < 6 or not _HEX.match(ref):
+        raise InputError(f"PACK {ref!r}: give a pack number or at least 6 hex characters of a pack digest")
+    rows = conn.execute(
+        select(packs.c.pack_no, packs.c.pack_digest).where(packs.c.pack_digest.like(ref + "%")).limit(11)
+    ).all()
+    if not rows:
+        raise NotFoundError(f"no pack whose digest starts with {ref}")
+    numbers = sorted({r.pack_no for r in rows})
+    if len({r.pack_digest for r in rows}) > 1:
+        raise InputError(
+            f"PACK {ref} matches several pack digests (packs {', '.join(map(str, numbers))}); give more characters"
+        )
+    # Identical builds share a digest: the prefix names the newest of them.
+    return numbers[-1]
+
+
+def detail_of(reason: str, row: Any) -> dict[str, Any]:
+    """SPEC's detail object of an eviction, from its decision row and version."""
+    if reason == "permission_denied":
+        return {"required_permission": row.required_permission}
+    if reason == "trust_denied":
+        return {"trust": row.trust}
+    if reason == "not_yet_effective":
+        return {"effective_from": row.effective_from}
+    if reason == "expired":
+        return {"expires_on": row.expires_on}
+    if reason == "budget":
+        return {"needed": row.tokens, "remaining": row.remaining}
+    ref = {"id": row.ref_id, "source_version": row.ref_version, "record_digest": row.ref_digest}
+    if reason == "superseded":
+        return {"by": ref}
+    if reason == "duplicate":
+        return {"kept": ref}
+    raise ValueError(f"unknown reason {reason!r}")
+
+
+def decision_rows(conn: Connection, pack_no: int) -> list[Any]:
+    """Every decision of a pack joined with its version (and referenced version)."""
+    v = versions.alias("v")
+    r = versions.alias("r")
+    d = decisions
+    query = (
+        select(
+            d.c.vid, d.c.status, d.c.tokens, d.c.position, d.c.remaining, d.c.ref_vid,
+            v.c.chunk_id, v.c.source_version, v.c.section, v.c.source_uri, v.c.required,
+            v.c.priority, v.c.record_digest, v.c.content_digest, v.c.required_permission,
+            v.c.trust, v.c.effective_from, v.c.expires_on, v.c.dedupe_key,
+            r.c.chunk_id.label("ref_id"), r.c.source_version.label("ref_version"),
+            r.c.record_digest.label("ref_digest"),
+        )
+        .select_from(d.join(v, v.c.vid == d.c.vid).outerjoin(r, r.c.vid == d.c.ref_vid))
+        .where(d.c.pack_no == pack_no)
+    )
+    return conn.execute(query).all()
+
+
+def pack_header(conn: Connection, pack_no: int) -> Any:
+    row = conn.execute(select(packs).where(packs.c.pack_no == pack_no)).first()
+    if row is None:
+        raise NotFoundError(f"no pack {pack_no}; `ledger packs` lists them")
+    return row
+
+
+def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
+    """SPEC's `show PACK --json` shape, plus the pack's snapshots and ledger mark."""
+    head = pack_header(conn, pack_no)
+    rows = decision_rows(conn, pack_no)
+    admitted = sorted((r for r in rows if r.status == 0), key=lambda r: r.position)
+    evicted = sorted((r for r in rows if r.status != 0), key=lambda r: (r.chunk_id, r.source_version))
+    return {
+        "pack": head.pack_no,
+        "entry": head.entry_seq,
+        "ledger_mark": head.ledger_mark,
+        "pack_digest": head.pack_digest,
+        "input_digest": head.input_digest,
+        "as_of": head.as_of,
+        "subject": head.subject,
+        "grants": json.loads(head.grants),
+        "policy": json.loads(head.policy),
+        "counter": head.counter,
+        "selector_version": head.selector_version,
+        "candidates": head.candidate_count,
+        "budget": head.budget,
+        "used": head.used,
+        "remaining": head.budget - head.used,
+        "admitted": [
+            {
+                "id": r.chunk_id,
+                "source_version": r.source_version,
+                "section": r.section,
+                "tokens": r.tokens,
+                "required": bool(r.required),
+                "record_digest": r.record_digest,
+                "content_digest": r.content_digest,
+            }
+            for r in admitted
+        ],
+        "evicted": [
+            {
+                "id": r.chunk_id,
+                "source_version": r.source_version,
+                "reason": REASON_NAMES[r.status],
+                "detail": detail_of(REASON_NAMES[r.status], r),
+                "tokens": r.tokens,
+                "record_digest": r.record_digest,
+                "content_digest": r.content_digest,
+            }
+            for r in evicted
+        ],
+    }
+
+
+def list_packs(conn: Connection) -> list[dict[str, Any]]:
+    """SPEC's `packs --json` items, oldest first."""
+    return [
+        {
+            "pack": r.pack_no,
+            "entry": r.entry_seq,
+            "pack_digest": r.pack_digest,
+            "as_of": r.as_of,
+            "subject": r.subject,
+            "budget": r.budget,
+            "used": r.used,
+        }
+        for r in conn.execute(select(packs).order_by(packs.c.pack_no))
+    ]
+
+
+def export_manifest(conn: Connection, pack_no: int, with_content: bool) -> dict[str, Any]:
+    """The pack with full provenance of every admitted chunk (bodies on request)."""
+    data = pack_json(conn, pack_no)
+    rows = {r.record_digest: r for r in decision_rows(conn, pack_no) if r.status == 0}
+    contents: dict[str, str] = {}
+    if with_content:
+        contents = {
+            r.record_digest: r.content
+            for r in conn.execute(
+                select(versions.c.record_digest, versions.c.content).where(
+                    versions.c.record_digest.in_(list(rows))
+                )
+            )
+        }
+    for item in data["admitted"]:
+        r = rows[item["record_digest"]]
+        item.update(
+            source_uri=r.source_uri,
+            effective_from=r.effective_from,
+            expires_on=r.expires_on,
+            trust=r.trust,
+            required_permission=r.required_permission,
+            priority=r.priority,
+        )
+        if with_content:
+            item["content"] = contents[item["record_digest"]]
+    return data
+
+
+def export_markdown(conn: Connection, pack_no: int, with_content: bool) -> str:
+    """Markdown for a model: sections in order, each chunk with source and version."""
+    data = export_manifest(conn, pack_no, with_content)
+    lines = [
+        f"# Context pack {data['pack']}",
+        "",
+        f"As of {data['as_of']} for subject `{data['subject']}`: {data['used']} of "
+        f"{data['budget']} tokens ({data['counter']}). Pack digest `{data['pack_digest']}`.",
+    ]
+    for section in SECTION_ORDER:
+        items = [i for i in data["admitted"] if i["section"] == section]
+        if not items:
+            continue
+        lines += ["", f"## {section}"]
+        for i in items:
+            lines += ["", f"### {i['id']}", "", f"Source: {i['source_uri']} (version {i['source_version']}, "
+                      f"valid from {i['effective_from']}{' until ' + i['expires_on'] if i['expires_on'] else ''}, "
+                      f"trust {i['trust']})"]
+            if with_content:
+                body = i["content"]
+                fence = "`" * max(3, _longest_backtick_run(body) + 1)
+                lines += ["", fence, body, fence]
+            else:
+                lines += ["", "(body not exported; pass --with-content)"]
+    return "\n".join(lines) + "\n"
+
+
+def _longest_backtick_run(text: str) -> int:
+    runs = re.findall(r"`+", text)
+    return max((len(r) for r in runs), default=0)
+
+
+def pack_count(conn: Connection) -> int:
+    return int(conn.execute(select(func.count()).select_from(packs)).scalar_one())
+
+

@@ -1,0 +1,41 @@
+"""Queries that several commands share. SQLAlchemy Core, set-based."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from ledger.models import ChunkVersion
+
+versions = ChunkVersion.__table__
+
+
+def version_json(row: Any) -> dict[str, Any]:
+    """A stored version's metadata and digests as JSON (no content)."""
+    return {
+        "id": row.chunk_id,
+        "source_version": row.source_version,
+        "section": row.section,
+        "source_uri": row.source_uri,
+        "effective_from": row.effective_from,
+        "expires_on": row.expires_on,
+        "required_permission": row.required_permission,
+        "trust": row.trust,
+        "dedupe_key": row.dedupe_key,
+        "estimated_tokens": row.estimated_tokens,
+        "priority": row.priority,
+        "required": bool(row.required),
+        "record_digest": row.record_digest,
+        "content_digest": row.content_digest,
+        "batch": row.batch_seq,
+    }
+
+
+def list_versions(conn: Connection, chunk_id: str | None = None) -> list[dict[str, Any]]:
+    """Stored versions ordered by id, then ingest order."""
+    cols = [c for c in versions.c if c.name != "content"]
+    query = select(*cols).order_by(versions.c.chunk_id, versions.c.vid)
+    if chunk_id is not None:
+        query = query.where(versions.c.chunk_id == chunk_id)
+    return [version_json(r) for r in conn.execute(query)]

@@ -1,0 +1,106 @@
+"""Shared fixtures: real SQLite files built by the real migrations, and the CLI
+run as a user runs it, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "fixtures" / "seed001-chunks.json"
+
+
+def run_ledger(
+    *args: str, db: Path | str | None = None, input: bytes | None = None, cwd: Path | None = None,
+    env: dict[str, str] | None = None, check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """Run `ledger ARGS...` in a subprocess with the test's interpreter."""
+    cmd = [sys.executable, "-m", "ledger_cli"]
+    if db is not None:
+        cmd += ["--db", str(db)]
+    cmd += list(args)
+    full_env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
+    full_env.update(env or {})
+    proc = subprocess.run(
+        cmd, input=input, capture_output=True, cwd=cwd, env=full_env, timeout=600
+    )
+    out = subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+    )
+    if check and out.returncode != 0:
+        raise AssertionError(f"ledger {' '.join(args)} exited {out.returncode}: {out.stderr}")
+    return out
+
+
+def ledger_json(*args: str, db: Path | str | None = None) -> Any:
+    """Run a `--json` command and return its parsed stdout (it must succeed)."""
+    proc = run_ledger(*args, "--json", db=db, check=True)
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    return run_ledger
+
+
+@pytest.fixture
+def db_url_factory(tmp_path: Path) -> Callable[[str], str]:
+    def make(name: str = "ledger.db") -> str:
+        return "sqlite:///" + str(tmp_path / name)
+
+    return make
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A fresh ledger file, created and migrated by `ledger init` in-process."""
+    from ledger.db import make_engine
+    from ledger.migrate import upgrade_to_head
+
+    path = tmp_path / "ledger.db"
+    engine = make_engine("sqlite:///" + str(path), create=True)
+    upgrade_to_head(engine)
+    engine.dispose()
+    return path
+
+
+@pytest.fixture
+def engine(db_path: Path):  # type: ignore[no-untyped-def]
+    from ledger.db import open_engine
+
+    eng = open_engine("sqlite:///" + str(db_path))
+    yield eng
+    eng.dispose()
+
+
+def chunk(**overrides: Any) -> dict[str, Any]:
+    """A valid chunk record; tests override the fields they care about."""
+    rec: dict[str, Any] = {
+        "id": "alpha",
+        "section": "evidence",
+        "source_uri": "doc://alpha",
+        "source_version": "1",
+        "effective_from": "2026-01-01",
+        "expires_on": None,
+        "required_permission": "public-read",
+        "trust": "approved-source",
+        "dedupe_key": "alpha",
+        "estimated_tokens": 10,
+        "priority": 50,
+        "required": False,
+        "content": "Alpha content.",
+    }
+    rec.update(overrides)
+    return rec
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
