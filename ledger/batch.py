@@ -56,7 +56,7 @@ def run_batch(
                     pack_no = record_pack(conn, inputs, candidates, ctx, vid_of)
                 result.packs.append(
                     {"pack": pack_no, "subject": inputs.subject, "as_of": inputs.as_of,
-                     "budget": inputs.budget, "used": ctx.admitted_tokens}
+                     "budget": inputs.budget, "used": ctx.admitted_tokens()}
                 )
             except LedgerError as exc:
                 msg = str(exc)

@@ -19,11 +19,10 @@ from sqlalchemy import Connection, Engine, func, insert, select
 from ledger.access import Policy, check_budget, check_subject, grants_at, policy_at
 from ledger.canonical import canonical_json, digest_trusted, digest_value
 from ledger.chain import read_head, reserve_entry, seal_entry
-from ledger.context import Context
+from ledger.context import Context, thaw
 from ledger.db import write_transaction
 from ledger.errors import InputError
-from ledger.models import Decision, Pack, TokenCount
-from ledger.models import ChunkVersion
+from ledger.models import ChunkVersion, Decision, Pack, TokenCount
 from ledger.select import SELECTOR_VERSION, Candidate, Request, select as run_selector
 from ledger.tokens import ESTIMATED, counter_id, text_counter
 
@@ -235,7 +234,7 @@ def context_digests(inputs: Inputs, candidates: list[Candidate], ctx: Context) -
         inputs,
         ind,
         [(c.record_digest, c.tokens) for c in ctx.items],
-        [(e.candidate.record_digest, e.reason, dict(e.detail), e.candidate.tokens) for e in ctx.evicted],
+        [(e.candidate.record_digest, e.reason, thaw(e.detail), e.candidate.tokens) for e in ctx.evicted],
     )
     return ind, pd
 
@@ -261,7 +260,7 @@ def record_pack(
             as_of=inputs.as_of,
             subject=inputs.subject,
             budget=inputs.budget,
-            used=ctx.admitted_tokens,
+            used=ctx.admitted_tokens(),
             counter=inputs.counter,
             selector_version=SELECTOR_VERSION,
             grants=canonical_json(list(inputs.grants)),

@@ -81,7 +81,7 @@ def decision_rows(conn: Connection, pack_no: int) -> list[Any]:
             d.c.vid, d.c.status, d.c.tokens, d.c.position, d.c.remaining, d.c.ref_vid,
             v.c.chunk_id, v.c.source_version, v.c.section, v.c.source_uri, v.c.required,
             v.c.priority, v.c.record_digest, v.c.content_digest, v.c.required_permission,
-            v.c.trust, v.c.effective_from, v.c.expires_on, v.c.dedupe_key,
+            v.c.trust, v.c.effective_from, v.c.expires_on, v.c.dedupe_key, v.c.estimated_tokens,
             r.c.chunk_id.label("ref_id"), r.c.source_version.label("ref_version"),
             r.c.record_digest.label("ref_digest"),
         )

@@ -1,0 +1,197 @@
+"""`ledger why-evicted`, `diff`, `verify`, `head`, `replay`."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ledger_cli.common import echo_json, json_option, open_ledger
+from ledger_cli.main import Settings, pass_settings
+
+
+@click.command("why-evicted")
+@click.argument("ref")
+@click.option("--pack", "pack_ref", metavar="PACK", help="Only this pack (number or digest prefix).")
+@click.option("--hints", type=click.Choice(["newest", "all", "none"]), default="newest", show_default=True,
+              help="Compute what would have admitted it for the newest eviction of each version, every eviction, or none.")
+@json_option
+@pass_settings
+def why_evicted_command(settings: Settings, ref: str, pack_ref: str | None, hints: str, as_json: bool) -> None:
+    """Why did the agent not know X? Every pack that considered it, newest first.
+
+    REF is a chunk id, a content or record digest, or a unique hex prefix (8+).
+    For an eviction it also prints the smallest change that would have admitted
+    it (grant, trust label, date, budget), computed by re-running the selector.
+
+    \b
+    ledger why-evicted shipping-note
+    ledger why-evicted 3fa2c1d9 --pack 2 --json
+    """
+    from ledger.audit import describe_hint, sentence, why_evicted
+    from ledger.db import read_transaction
+    from ledger.packs import resolve_pack
+
+    engine = open_ledger(settings)
+    try:
+        with read_transaction(engine) as conn:
+            pack_no = resolve_pack(conn, pack_ref) if pack_ref else None
+            result = why_evicted(conn, ref, pack_no, hints)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(sentence(result))
+    for v in result["versions"]:
+        click.echo("")
+        click.echo(f"{v['id']}@{v['source_version']}  record {v['record_digest'][:16]}  content {v['content_digest'][:16]}  ingested at entry {v['ingested_at_entry']}")
+        if not v["decisions"]:
+            click.echo(f"  not considered: {v['not_considered']}")
+        for d in v["decisions"]:
+            if d["admitted"]:
+                click.echo(f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): admitted, {d['tokens']} tokens")
+                continue
+            from ledger_cli.packs_cmd import describe_detail
+
+            click.echo(f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): {d['reason']} ({describe_detail(d['reason'], d['detail'])})")
+            if "would_admit" in d:
+                click.echo(f"    would admit it: {describe_hint(d['would_admit'])}")
+
+
+@click.command("diff")
+@click.argument("pack_a")
+@click.argument("pack_b")
+@json_option
+@pass_settings
+def diff_command(settings: Settings, pack_a: str, pack_b: str, as_json: bool) -> None:
+    """What entered, left, changed version or reason between two packs, and why.
+
+    Compared per chunk id (its admitted version, else its newest considered one).
+
+    \b
+    ledger diff 1 2
+    ledger diff 1 2 --json
+    """
+    from ledger.audit import diff
+    from ledger.db import read_transaction
+    from ledger.packs import resolve_pack
+
+    engine = open_ledger(settings)
+    try:
+        with read_transaction(engine) as conn:
+            result = diff(conn, resolve_pack(conn, pack_a), resolve_pack(conn, pack_b))
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(
+        f"pack {result['from']} -> {result['to']}: used {result['used']['from']} -> {result['used']['to']}, "
+        f"budget {result['budget']['from']} -> {result['budget']['to']}, "
+        f"as of {result['as_of']['from']} -> {result['as_of']['to']}; {len(result['changes'])} changes"
+    )
+    for c in result["changes"]:
+        click.echo(f"  {c['id']}: {_state(c['from'])} -> {_state(c['to'])}  [{c['cause']}]")
+
+
+def _state(s: dict[str, object]) -> str:
+    if s["status"] == "absent":
+        return "absent"
+    extra = f" ({s['reason']})" if s["reason"] else ""
+    return f"{s['status']} {s['source_version']}{extra}"
+
+
+@click.command("verify")
+@click.option("--checkpoint", metavar="SEQ:HASH", help="Also prove the ledger still extends this `ledger head`.")
+@json_option
+@pass_settings
+def verify_command(settings: Settings, checkpoint: str | None, as_json: bool) -> None:
+    """Recompute every digest and the hash chain; name the first bad entry (exit 4).
+
+    \b
+    ledger verify
+    ledger verify --checkpoint "$(ledger head)"
+    """
+    import time
+
+    from ledger.audit import parse_checkpoint, verify
+    from ledger.db import read_transaction
+
+    if checkpoint is not None:
+        parse_checkpoint(checkpoint)
+    engine = open_ledger(settings)
+    started = time.perf_counter()
+    try:
+        with read_transaction(engine) as conn:
+            result = verify(conn, checkpoint)
+    finally:
+        engine.dispose()
+    elapsed = time.perf_counter() - started
+    if as_json:
+        echo_json(result.to_json())
+    elif result.ok:
+        click.echo(f"ok: {result.entries} entries, {result.decisions} decisions verified in {elapsed:.2f}s; head {result.head}")
+    else:
+        bad = result.first_bad
+        assert bad is not None
+        click.echo(f"FAILED at entry {bad['seq']} ({bad['kind']}): {bad['why']}")
+    if not result.ok:
+        sys.exit(4)
+
+
+@click.command("head")
+@json_option
+@pass_settings
+def head_command(settings: Settings, as_json: bool) -> None:
+    """Print the newest entry as a checkpoint SEQ:HASH (keep it; verify against it later).
+
+    \b
+    ledger head > checkpoint.txt
+    ledger verify --checkpoint "$(cat checkpoint.txt)"
+    """
+    from ledger.chain import read_head
+    from ledger.db import read_transaction
+
+    engine = open_ledger(settings)
+    try:
+        with read_transaction(engine) as conn:
+            head = read_head(conn)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json({"seq": head.seq, "hash": head.entry_hash, "checkpoint": head.checkpoint()})
+    else:
+        click.echo(head.checkpoint())
+
+
+@click.command("replay")
+@click.argument("pack")
+@json_option
+@pass_settings
+def replay_command(settings: Settings, pack: str, as_json: bool) -> None:
+    """Rebuild a pack from the ledger as it stood then; exit 0 if identical, 4 if not.
+
+    Uses the pack's recorded grants, policy, budget, counter and ledger mark.
+
+    \b
+    ledger replay 1
+    """
+    from ledger.audit import replay
+    from ledger.db import read_transaction
+    from ledger.packs import resolve_pack
+
+    engine = open_ledger(settings)
+    try:
+        with read_transaction(engine) as conn:
+            result = replay(conn, resolve_pack(conn, pack))
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json(result.to_json())
+    elif result.identical:
+        click.echo(f"pack {result.pack} reproduces exactly: {result.replayed}")
+    else:
+        click.echo(f"pack {result.pack} does NOT reproduce: {result.difference}")
+    if not result.identical:
+        sys.exit(4)

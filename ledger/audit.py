@@ -1,0 +1,658 @@
+"""The audit answers: why-evicted, diff, verify, replay.
+
+- `why_evicted`: every pack that considered a version, newest first, with the
+  reason and details recorded, and for an eviction the smallest change that
+  would have admitted it, computed by the core (`admission_hint`) on the pack's
+  own inputs.
+- `diff`: per chunk id, what entered, left, changed version or reason, each
+  tagged with its cause.
+- `verify`: recompute every digest from the stored rows and the whole chain.
+- `replay`: rebuild a pack from the ledger as it stood at its ledger mark.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, and_, or_, select
+
+from ledger.access import Policy, grant_payload, policy_payload
+from ledger.build import (
+    REASON_CODES,
+    REASON_NAMES,
+    Inputs,
+    context_digests,
+    decide,
+    input_digest,
+    load_candidates,
+    pack_digest,
+    pack_entry_payload,
+)
+from ledger.canonical import content_digest
+from ledger.chain import GENESIS, KINDS, Head, entry_hash, read_head
+from ledger.errors import InputError, NotFoundError
+from ledger.ingest import ingest_payload_digest, record_from_row
+from ledger.models import Batch, ChunkVersion, Decision, Entry, Grant, Pack, PolicyVersion
+from ledger.packs import detail_of, pack_header
+from ledger.select import Request, admission_hint
+from ledger.tokens import ESTIMATED, counter_id
+
+entries = Entry.__table__
+batches = Batch.__table__
+versions = ChunkVersion.__table__
+decisions = Decision.__table__
+packs = Pack.__table__
+grants = Grant.__table__
+policies = PolicyVersion.__table__
+_HEX = re.compile(r"^[0-9a-f]+$")
+
+
+# --------------------------------------------------------------------------
+# why-evicted
+# --------------------------------------------------------------------------
+
+
+def resolve_ref(conn: Connection, ref: str) -> list[Any]:
+    """The versions a REF names: a chunk id, a full content or record digest, or a
+    unique hex prefix (8+ characters) of one. Ambiguous prefixes are refused."""
+    c = versions.c
+    cols = [c.vid, c.chunk_id, c.source_version, c.record_digest, c.content_digest, c.batch_seq]
+    rows = conn.execute(select(*cols).where(c.chunk_id == ref).order_by(c.vid)).all()
+    if rows:
+        return rows
+    low = ref.lower()
+    if not _HEX.match(low):
+        raise NotFoundError(f"no chunk id or digest matches {ref!r}; `ledger chunks` lists them")
+    if len(low) < 8:
+        raise InputError(f"REF {ref!r}: give a chunk id or at least 8 hex characters of a digest")
+    if len(low) == 64:
+        cond = or_(c.record_digest == low, c.content_digest == low)
+    else:
+        upper = low + "g"  # every hex string with this prefix sorts below prefix+"g"
+        cond = or_(
+            and_(c.record_digest >= low, c.record_digest < upper),
+            and_(c.content_digest >= low, c.content_digest < upper),
+        )
+    rows = conn.execute(select(*cols).where(cond).order_by(c.vid).limit(50)).all()
+    if not rows:
+        raise NotFoundError(f"no chunk version has a digest starting with {low}")
+    digests = {r.record_digest for r in rows if r.record_digest.startswith(low)}
+    digests |= {r.content_digest for r in rows if r.content_digest.startswith(low)}
+    if len(digests) > 1:
+        listing = "; ".join(
+            f"{r.chunk_id}@{r.source_version} (record {r.record_digest[:16]}, content {r.content_digest[:16]})"
+            for r in rows[:10]
+        )
+        raise InputError(f"REF {low} is ambiguous, it matches: {listing}; give more characters")
+    return rows
+
+
+def inputs_of(head: Any) -> Inputs:
+    """A recorded pack's inputs, from its snapshots."""
+    pol = json.loads(head.policy)
+    return Inputs(
+        as_of=head.as_of,
+        subject=head.subject,
+        grants=tuple(json.loads(head.grants)),
+        policy=Policy(tuple(pol["allowed_trust"]), pol["budget"]),
+        budget=head.budget,
+        counter=head.counter,
+        mark=head.ledger_mark,
+    )
+
+
+def hint_for(conn: Connection, head: Any, record_digest: str, cache: dict[int, Any]) -> dict[str, Any]:
+    """The core's smallest change that would have admitted a version in a pack."""
+    inputs = inputs_of(head)
+    key = (head.ledger_mark, head.counter)
+    if key not in cache:
+        cache[key] = load_candidates(conn, head.ledger_mark, head.counter)[0]
+    request = Request(
+        as_of=inputs.as_of,
+        granted=frozenset(inputs.grants),
+        allowed_trust=frozenset(inputs.policy.allowed_trust),
+        budget=inputs.budget,
+    )
+    return admission_hint(cache[key], request, record_digest).to_json()
+
+
+def why_evicted(
+    conn: Connection, ref: str, pack_no: int | None = None, hints: str = "newest"
+) -> dict[str, Any]:
+    """SPEC's `why-evicted --json` shape, with a hint on evictions.
+
+    `hints`: "newest" computes the hint for each version's newest eviction (and
+    for the pack given with `pack_no`), "all" for every eviction, "none" skips
+    them; each hint re-runs the core on that pack's candidates.
+    """
+    rows = resolve_ref(conn, ref)
+    head_seq = read_head(conn).seq
+    last_pack = conn.execute(select(packs.c.pack_no, packs.c.ledger_mark).order_by(packs.c.pack_no.desc()).limit(1)).first()
+    cache: dict[int, Any] = {}
+    out = []
+    for v in rows:
+        r = versions.alias("r")
+        q = (
+            select(
+                decisions.c.pack_no, decisions.c.status, decisions.c.tokens, decisions.c.remaining,
+                packs.c.pack_digest, packs.c.as_of, packs.c.subject, packs.c.budget, packs.c.grants,
+                packs.c.policy, packs.c.counter, packs.c.ledger_mark,
+                r.c.chunk_id.label("ref_id"), r.c.source_version.label("ref_version"),
+                r.c.record_digest.label("ref_digest"),
+            )
+            .select_from(
+                decisions.join(packs, packs.c.pack_no == decisions.c.pack_no).outerjoin(
+                    r, r.c.vid == decisions.c.ref_vid
+                )
+            )
+            .where(decisions.c.vid == v.vid)
+            .order_by(decisions.c.pack_no.desc())
+        )
+        if pack_no is not None:
+            q = q.where(decisions.c.pack_no == pack_no)
+        full = conn.execute(
+            select(versions).where(versions.c.vid == v.vid)
+        ).one()
+        items = []
+        hinted = False
+        for d in conn.execute(q):
+            reason = None if d.status == 0 else REASON_NAMES[d.status]
+            item: dict[str, Any] = {
+                "pack": d.pack_no,
+                "pack_digest": d.pack_digest,
+                "as_of": d.as_of,
+                "subject": d.subject,
+                "admitted": d.status == 0,
+                "reason": reason,
+                "detail": None if reason is None else detail_of(reason, _DetailRow(full, d)),
+                "tokens": d.tokens,
+                "budget": d.budget,
+            }
+            if reason is not None and (hints == "all" or (hints == "newest" and not hinted) or pack_no is not None):
+                if hints != "none":
+                    item["would_admit"] = hint_for(conn, d, v.record_digest, cache)
+                    hinted = True
+            items.append(item)
+        entry: dict[str, Any] = {
+            "id": v.chunk_id,
+            "source_version": v.source_version,
+            "content_digest": v.content_digest,
+            "record_digest": v.record_digest,
+            "ingested_at_entry": v.batch_seq,
+            "decisions": items,
+        }
+        if not items:
+            entry["not_considered"] = _not_considered_why(v, pack_no, last_pack, head_seq)
+        out.append(entry)
+    return {"ref": ref, "versions": out}
+
+
+class _DetailRow:
+    """Adapts a version row plus a decision row to what `detail_of` reads."""
+
+    def __init__(self, version: Any, decision: Any) -> None:
+        self._v = version
+        self._d = decision
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("tokens", "remaining", "ref_id", "ref_version", "ref_digest"):
+            return getattr(self._d, name)
+        return getattr(self._v, name)
+
+
+def _not_considered_why(v: Any, pack_no: int | None, last_pack: Any, head_seq: int) -> str:
+    if pack_no is not None:
+        return f"pack {pack_no} did not consider this version"
+    if last_pack is None:
+        return "no pack has been built yet"
+    if v.batch_seq > last_pack.ledger_mark:
+        return (
+            f"ingested at entry {v.batch_seq}, after the newest pack ({last_pack.pack_no}, "
+            f"which saw the ledger up to entry {last_pack.ledger_mark}); build again to consider it"
+        )
+    return "no pack considered this version (every pack was built at an earlier ledger time)"
+
+
+def sentence(result: dict[str, Any]) -> str:
+    """The one-sentence answer that human output leads with."""
+    for v in result["versions"]:
+        if not v["decisions"]:
+            continue
+        d = v["decisions"][0]
+        name = f"{v['id']}@{v['source_version']}"
+        if d["admitted"]:
+            return f"{name} was admitted to the newest pack that considered it (pack {d['pack']}, as of {d['as_of']})."
+        return (
+            f"{name} was left out of pack {d['pack']} (as of {d['as_of']}, subject {d['subject']}) "
+            f"by {d['reason']}: {_reason_words(d['reason'], d['detail'])}."
+        )
+    v = result["versions"][0]
+    return f"{v['id']}@{v['source_version']} was never considered: {v['not_considered']}."
+
+
+def _reason_words(reason: str, detail: dict[str, Any]) -> str:
+    if reason == "permission_denied":
+        return f"the subject lacks permission '{detail['required_permission']}'"
+    if reason == "trust_denied":
+        return f"the policy does not allow trust '{detail['trust']}'"
+    if reason == "not_yet_effective":
+        return f"it takes effect only on {detail['effective_from']}"
+    if reason == "expired":
+        return f"it expired on {detail['expires_on']}"
+    if reason == "superseded":
+        return f"version {detail['by']['source_version']} supersedes it"
+    if reason == "duplicate":
+        return f"{detail['kept']['id']} was kept from the same dedupe group"
+    return f"it needed {detail['needed']} tokens but only {detail['remaining']} remained"
+
+
+def describe_hint(hint: dict[str, Any]) -> str:
+    """A human reading of a hint's steps."""
+    parts = []
+    for s in hint["steps"]:
+        k = s["kind"]
+        if k == "grant":
+            parts.append(f"grant '{s['permission']}'")
+        elif k == "allow_trust":
+            parts.append(f"allow trust '{s['trust']}'")
+        elif k == "as_of":
+            parts.append(f"build as of {s['as_of']}")
+        elif k == "budget":
+            shown = ", ".join(f"{r['id']}@{r['source_version']}" for r in s.get("displaced_by", [])[:5])
+            more = f" (displaced by {shown})" if shown else ""
+            parts.append(f"raise the budget by {s['extra']} to {s['budget']}{more}")
+        elif k == "superseded_by":
+            by = s["by"]
+            alt = f", or build as of {s['as_of']}" if s.get("as_of") else ""
+            parts.append(f"superseded by {by['id']}@{by['source_version']}{alt}")
+        elif k == "outranked_by":
+            kept = s["kept"]
+            parts.append(f"out-ranked by {kept['id']}@{kept['source_version']} in its dedupe group")
+        else:
+            parts.append(json.dumps(s, sort_keys=True))
+    verdict = "admits it" if hint["admits"] else "would not admit it by itself"
+    return "; then ".join(parts) + f" ({verdict}, checked by re-running the selector)"
+
+
+# --------------------------------------------------------------------------
+# diff
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    status: str
+    source_version: str | None
+    reason: str | None
+    vid: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "source_version": self.source_version, "reason": self.reason}
+
+
+ABSENT = _State("absent", None, None, None)
+
+
+def _pack_states(conn: Connection, pack_no: int) -> dict[str, _State]:
+    """Per chunk id: its admitted version, else its newest considered version."""
+    q = (
+        select(decisions.c.vid, decisions.c.status, versions.c.chunk_id, versions.c.source_version)
+        .select_from(decisions.join(versions, versions.c.vid == decisions.c.vid))
+        .where(decisions.c.pack_no == pack_no)
+    )
+    best: dict[str, tuple[bool, int, _State]] = {}
+    for vid, status, cid, sv in conn.execute(q):
+        state = _State("admitted" if status == 0 else "evicted", sv, None if status == 0 else REASON_NAMES[status], vid)
+        rank = (status == 0, vid)
+        prev = best.get(cid)
+        if prev is None or rank > prev[:2]:
+            best[cid] = (status == 0, vid, state)
+    return {cid: s for cid, (_, _, s) in best.items()}
+
+
+def _cause(a: _State, b: _State, ha: Any, hb: Any, a_vids: set[int] | None, conn: Connection) -> str:
+    if a.status == "absent":
+        return "new candidate"
+    if b.status == "absent":
+        return "removed candidate"
+    if a.source_version != b.source_version:
+        newer_b = (b.vid or 0) > (a.vid or 0)
+        if newer_b and b.vid not in _vids(conn, ha.pack_no, a_vids):
+            return "new version"
+        return "validity date" if ha.as_of != hb.as_of else "new version"
+    reason = b.reason if b.status == "evicted" else a.reason
+    if reason == "permission_denied":
+        return "grant change"
+    if reason == "trust_denied":
+        return "policy change"
+    if reason in ("not_yet_effective", "expired"):
+        return "validity date"
+    if reason == "superseded":
+        return "new version"
+    if reason == "duplicate":
+        return "displaced by another chunk"
+    if reason == "budget":
+        return "budget change" if ha.budget != hb.budget else "displaced by another chunk"
+    return "displaced by another chunk"
+
+
+def _vids(conn: Connection, pack_no: int, cache: set[int] | None) -> set[int]:
+    if cache is not None:
+        return cache
+    return {v for (v,) in conn.execute(select(decisions.c.vid).where(decisions.c.pack_no == pack_no))}
+
+
+def diff(conn: Connection, a: int, b: int) -> dict[str, Any]:
+    """SPEC's `diff --json`: only what differs, each change with its cause."""
+    ha, hb = pack_header(conn, a), pack_header(conn, b)
+    sa, sb = _pack_states(conn, a), _pack_states(conn, b)
+    a_vids = {s.vid for s in sa.values() if s.vid is not None}
+    a_all: set[int] | None = None
+    changes = []
+    for cid in sorted(set(sa) | set(sb)):
+        x, y = sa.get(cid, ABSENT), sb.get(cid, ABSENT)
+        if (x.status, x.source_version, x.reason) == (y.status, y.source_version, y.reason):
+            continue
+        if a_all is None and x.status != "absent" and y.status != "absent" and x.source_version != y.source_version:
+            a_all = _vids(conn, a, None)
+        changes.append({"id": cid, "from": x.to_json(), "to": y.to_json(), "cause": _cause(x, y, ha, hb, a_all or a_vids, conn)})
+    return {
+        "from": a,
+        "to": b,
+        "as_of": {"from": ha.as_of, "to": hb.as_of},
+        "subject": {"from": ha.subject, "to": hb.subject},
+        "used": {"from": ha.used, "to": hb.used},
+        "budget": {"from": ha.budget, "to": hb.budget},
+        "changes": changes,
+    }
+
+
+# --------------------------------------------------------------------------
+# verify
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class VerifyResult:
+    ok: bool
+    entries: int
+    head: str
+    first_bad: dict[str, Any] | None
+    decisions: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "entries": self.entries, "head": self.head, "first_bad": self.first_bad}
+
+
+class _Problems:
+    """The lowest-numbered problem wins; the first reason found for it is kept."""
+
+    def __init__(self) -> None:
+        self.found: dict[int, tuple[str, str]] = {}
+
+    def add(self, seq: int, kind: str, why: str) -> None:
+        self.found.setdefault(seq, (kind, why))
+
+    def first(self) -> dict[str, Any] | None:
+        if not self.found:
+            return None
+        seq = min(self.found)
+        kind, why = self.found[seq]
+        return {"seq": seq, "kind": kind, "why": why}
+
+
+def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
+    """Recompute every content, record and pack digest and the whole chain."""
+    problems = _Problems()
+    chain = conn.execute(select(entries).order_by(entries.c.seq)).all()
+    kinds = {}
+    prev = GENESIS
+    expected_seq = 1
+    for e in chain:
+        kinds[e.seq] = e.kind
+        if e.seq != expected_seq:
+            problems.add(expected_seq, "?", f"entry {expected_seq} is missing (found {e.seq} next)")
+            expected_seq = e.seq
+        if e.kind not in KINDS:
+            problems.add(e.seq, e.kind, f"unknown entry kind {e.kind!r}")
+        if e.prev_hash != prev:
+            problems.add(e.seq, e.kind, "previous-hash link does not match the entry before it")
+        if entry_hash(e.seq, e.kind, e.payload_digest, e.prev_hash) != e.entry_hash:
+            problems.add(e.seq, e.kind, "entry hash does not match its fields")
+        prev = e.entry_hash
+        expected_seq += 1
+    payload = {e.seq: e.payload_digest for e in chain}
+
+    def check_payload(seq: int, kind: str, computed: str, what: str) -> None:
+        if seq not in payload:
+            problems.add(seq, kind, f"{what} references entry {seq}, which does not exist")
+        elif kinds[seq] not in _KIND_GROUP[kind]:
+            problems.add(seq, kinds[seq], f"{what} references entry {seq} of kind {kinds[seq]}")
+        elif payload[seq] != computed:
+            problems.add(seq, kind, f"{what} does not match the entry's payload digest")
+
+    # Ingest batches and the versions they added.
+    for b in conn.execute(select(batches).order_by(batches.c.seq)):
+        for bad in _bad_versions(conn, b.seq):
+            problems.add(b.seq, "ingest", bad)
+            break
+        check_payload(b.seq, "ingest", ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count),
+                      f"ingest batch {b.seq}")
+    # Grants and revokes.
+    by_entry: dict[int, list[Any]] = {}
+    for g in conn.execute(select(grants).order_by(grants.c.entry_seq, grants.c.id)):
+        by_entry.setdefault(g.entry_seq, []).append(g)
+    for seq, rows in by_entry.items():
+        actions = {r.action for r in rows}
+        subjects = {r.subject for r in rows}
+        if len(actions) != 1 or len(subjects) != 1:
+            problems.add(seq, kinds.get(seq, "?"), "grant rows of one entry disagree on subject or action")
+            continue
+        action = actions.pop()
+        check_payload(seq, action, grant_payload(subjects.pop(), action, [r.permission for r in rows]),
+                      f"{action} of entry {seq}")
+    # Policies.
+    for p in conn.execute(select(policies).order_by(policies.c.entry_seq)):
+        pol = Policy(tuple(json.loads(p.allowed_trust)), p.budget)
+        check_payload(p.entry_seq, "policy", policy_payload(pol), f"policy of entry {p.entry_seq}")
+    # Packs and every decision.
+    n_decisions = 0
+    for head in conn.execute(select(packs).order_by(packs.c.pack_no)):
+        why, count = _check_pack(conn, head)
+        n_decisions += count
+        if why:
+            problems.add(head.entry_seq, "pack", f"pack {head.pack_no}: {why}")
+            continue
+        check_payload(head.entry_seq, "pack",
+                      pack_entry_payload(head.pack_no, head.pack_digest, head.input_digest, head.ledger_mark),
+                      f"pack {head.pack_no}")
+    # Every entry must have its records (an entry whose rows were deleted).
+    recorded = set(by_entry) | {r for (r,) in conn.execute(select(batches.c.seq))}
+    recorded |= {r for (r,) in conn.execute(select(policies.c.entry_seq))}
+    recorded |= {r for (r,) in conn.execute(select(packs.c.entry_seq))}
+    for e in chain:
+        if e.seq not in recorded:
+            problems.add(e.seq, e.kind, "the entry's records are missing")
+    head = Head(chain[-1].seq, chain[-1].entry_hash) if chain else Head(0, GENESIS)
+    if checkpoint is not None:
+        seq, want = parse_checkpoint(checkpoint)
+        have = next((e for e in chain if e.seq == seq), None)
+        if have is None:
+            problems.add(seq, "?", f"checkpoint entry {seq} is missing: the ledger was truncated")
+        elif have.entry_hash != want:
+            problems.add(seq, have.kind, "entry hash differs from the checkpoint: history was rewritten")
+    first = problems.first()
+    return VerifyResult(first is None, len(chain), head.entry_hash, first, n_decisions)
+
+
+_KIND_GROUP = {"ingest": {"ingest"}, "grant": {"grant"}, "revoke": {"revoke"}, "policy": {"policy"}, "pack": {"pack"}}
+
+
+def parse_checkpoint(text: str) -> tuple[int, str]:
+    m = re.fullmatch(r"(\d+):([0-9a-f]{64})", text.strip())
+    if not m:
+        raise InputError(f"--checkpoint {text!r}: expected SEQ:HASH as printed by `ledger head`")
+    return int(m.group(1)), m.group(2)
+
+
+def _bad_versions(conn: Connection, seq: int) -> Iterator[str]:
+    """Versions of a batch whose stored digests do not match their fields."""
+    result = conn.execution_options(yield_per=5000).execute(
+        select(versions).where(versions.c.batch_seq == seq).order_by(versions.c.vid)
+    )
+    for row in result:
+        if content_digest(row.content) != row.content_digest:
+            yield f"chunk {row.chunk_id}@{row.source_version}: content does not match its content digest"
+            continue
+        try:
+            rec = record_from_row(row)
+            digest = rec.record_digest
+        except Exception as exc:  # a tampered row may not even be a valid record
+            yield f"chunk {row.chunk_id}@{row.source_version}: stored fields are not a valid record ({exc})"
+            continue
+        if digest != row.record_digest:
+            yield f"chunk {row.chunk_id}@{row.source_version}: fields do not match the record digest"
+
+
+def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
+    """Recompute a pack's figures, input digest and pack digest from its rows."""
+    from ledger.packs import decision_rows
+
+    rows = decision_rows(conn, head.pack_no)
+    inputs = inputs_of(head)
+    if len(rows) != head.candidate_count:
+        return f"{len(rows)} decision rows, the pack records {head.candidate_count} candidates", len(rows)
+    admitted = sorted((r for r in rows if r.status == 0), key=lambda r: r.position if r.position is not None else -1)
+    if [r.position for r in admitted] != list(range(len(admitted))):
+        return "admitted positions are not 0..n-1", len(rows)
+    used = sum(r.tokens for r in admitted)
+    if used != head.used:
+        return f"admitted tokens add up to {used}, the pack records used {head.used}", len(rows)
+    if used > head.budget:
+        return f"used {used} exceeds the budget {head.budget}", len(rows)
+    if head.counter == ESTIMATED:
+        for r in rows:
+            if r.tokens != r.estimated_tokens:
+                return f"{r.chunk_id}@{r.source_version}: tokens differ from the version's estimate", len(rows)
+    evicted = []
+    for r in rows:
+        if r.status == 0:
+            continue
+        reason = REASON_NAMES.get(r.status)
+        if reason is None:
+            return f"{r.chunk_id}@{r.source_version}: unknown status {r.status}", len(rows)
+        if reason in ("superseded", "duplicate") and r.ref_digest is None:
+            return f"{r.chunk_id}@{r.source_version}: {reason} without the version it refers to", len(rows)
+        evicted.append((r.record_digest, reason, detail_of(reason, r), r.tokens))
+    ind = input_digest(inputs, (r.record_digest for r in rows))
+    if ind != head.input_digest:
+        return "input digest does not match the recorded inputs and candidates", len(rows)
+    pd = pack_digest(inputs, ind, [(r.record_digest, r.tokens) for r in admitted], evicted)
+    if pd != head.pack_digest:
+        return "pack digest does not match its decisions", len(rows)
+    return None, len(rows)
+
+
+# --------------------------------------------------------------------------
+# replay
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ReplayResult:
+    pack: int
+    identical: bool
+    recorded: str
+    replayed: str
+    difference: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pack": self.pack,
+            "identical": self.identical,
+            "recorded_pack_digest": self.recorded,
+            "replayed_pack_digest": self.replayed,
+            "first_difference": self.difference,
+        }
+
+
+def replay(conn: Connection, pack_no: int) -> ReplayResult:
+    """Rebuild a pack from the ledger as it stood at its mark; compare digests."""
+    head = pack_header(conn, pack_no)
+    inputs = inputs_of(head)
+    if inputs.counter != ESTIMATED:
+        name = inputs.counter.split("@", 1)[0]
+        now = counter_id(name)
+        if now != inputs.counter:
+            return ReplayResult(pack_no, False, head.pack_digest, "",
+                                f"the pack was costed with {inputs.counter}; this installation has {now}")
+    candidates, _ = load_candidates(conn, inputs.mark, ESTIMATED)
+    if inputs.counter != ESTIMATED:
+        # Recount rather than trust the cache: replay must not inherit a bad count.
+        candidates = _recount(conn, candidates, inputs.counter)
+    try:
+        ctx = decide(inputs, candidates)
+    except Exception as exc:  # a required chunk now failing: a difference, not a crash
+        from ledger.errors import LedgerError
+
+        if not isinstance(exc, LedgerError):
+            raise
+        return ReplayResult(pack_no, False, head.pack_digest, "", f"the rebuild failed: {exc}")
+    ind, pd = context_digests(inputs, candidates, ctx)
+    if pd == head.pack_digest:
+        return ReplayResult(pack_no, True, head.pack_digest, pd, None)
+    return ReplayResult(pack_no, False, head.pack_digest, pd, _first_difference(conn, head, ind, candidates, ctx))
+
+
+def _recount(conn: Connection, candidates: list[Any], counter: str) -> list[Any]:
+    from dataclasses import replace
+
+    from ledger.tokens import text_counter
+
+    count = text_counter(counter.split("@", 1)[0])
+    content = {
+        r.vid: r.content
+        for r in conn.execute(select(versions.c.vid, versions.c.content).where(
+            versions.c.vid.in_([c.ingest_rank for c in candidates])))
+    }
+    return [replace(c, tokens=count(content[c.ingest_rank])) for c in candidates]
+
+
+def _first_difference(conn: Connection, head: Any, ind: str, candidates: list[Any], ctx: Any) -> str:
+    from ledger.packs import decision_rows
+
+    rows = decision_rows(conn, head.pack_no)
+    recorded = {r.record_digest: r for r in rows}
+    now = {c.record_digest: c for c in candidates}
+    gone = sorted(set(recorded) - set(now))
+    if gone:
+        r = recorded[gone[0]]
+        return f"candidate {r.chunk_id}@{r.source_version} was recorded but is no longer in the ledger ({len(gone)} such)"
+    extra = sorted(set(now) - set(recorded))
+    if extra:
+        c = now[extra[0]]
+        return f"candidate {c.id}@{c.source_version} is in the ledger at the pack's mark but was not recorded ({len(extra)} such)"
+    if ind != head.input_digest:
+        return "the inputs (grants, policy, budget, counter or selector) differ from the recorded ones"
+    replayed = {c.record_digest: ("admitted", None) for c in ctx.items}
+    replayed.update({e.candidate.record_digest: ("evicted", e.reason) for e in ctx.evicted})
+    for r in sorted(rows, key=lambda r: (r.chunk_id, r.source_version)):
+        was = ("admitted", None) if r.status == 0 else ("evicted", REASON_NAMES[r.status])
+        got = replayed.get(r.record_digest)
+        if got != was:
+            return f"{r.chunk_id}@{r.source_version}: recorded {was[1] or was[0]}, replay gives {got[1] or got[0] if got else 'nothing'}"
+        c = now[r.record_digest]
+        if c.tokens != r.tokens:
+            return f"{r.chunk_id}@{r.source_version}: recorded {r.tokens} tokens, replay counts {c.tokens}"
+    order_now = [c.record_digest for c in ctx.items]
+    order_rec = [r.record_digest for r in sorted((r for r in rows if r.status == 0), key=lambda r: r.position)]
+    if order_now != order_rec:
+        return "the admitted output order differs"
+    return "the decision details differ"
+
+
+__all__ = ["REASON_CODES", "diff", "replay", "verify", "why_evicted"]
