@@ -14,11 +14,27 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job, end to end on an embedded SQLite file, with readable output.
+LEDGER := $(BIN)/ledger --db $(DEMO)/ledger.db
 demo: $(STAMP)
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
-	@echo "== ledger init"; $(BIN)/ledger --db $(DEMO)/ledger.db init
-	@echo "== ledger ingest fixtures/seed001-chunks.json"; $(BIN)/ledger --db $(DEMO)/ledger.db ingest fixtures/seed001-chunks.json
-	@echo "== ledger chunks"; $(BIN)/ledger --db $(DEMO)/ledger.db chunks
+	@echo "== ledger init"; $(LEDGER) init
+	@echo; echo "== ledger ingest fixtures/seed001-chunks.json"; $(LEDGER) ingest fixtures/seed001-chunks.json
+	@echo; echo "== grants and policy of the seed-001 request"
+	@$(LEDGER) subject grant default policy-read state-read user-input public-read
+	@$(LEDGER) policy set --allow-trust application-policy --allow-trust confirmed-state --allow-trust approved-source --allow-trust user-input --budget 170
+	@echo; echo "== ledger chunks"; $(LEDGER) chunks
+	@echo; echo "== ledger build --as-of 2026-07-21"; $(LEDGER) build --as-of 2026-07-21
+	@echo; echo "== ledger why-evicted shipping-note"; $(LEDGER) why-evicted shipping-note
+	@echo; echo "== later: a new FAQ version, a new chunk, public-read revoked, a bigger budget"
+	@$(LEDGER) ingest fixtures/demo-update.jsonl
+	@$(LEDGER) subject revoke default public-read
+	@$(LEDGER) policy set --budget 200
+	@echo; echo "== ledger build --as-of 2026-09-02"; $(LEDGER) build --as-of 2026-09-02
+	@echo; echo "== ledger diff 1 2"; $(LEDGER) diff 1 2
+	@echo; echo "== ledger why-evicted refund-faq"; $(LEDGER) why-evicted refund-faq
+	@echo; echo "== ledger verify"; $(LEDGER) verify
+	@echo; echo "== ledger replay 1"; $(LEDGER) replay 1
+	@echo; echo "== ledger pack (the seed-001 drop-in, no database)"; $(BIN)/ledger pack
 
 # The whole suite, then the pure core again under `python -O` (no check may
 # depend on `assert`).
