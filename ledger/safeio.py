@@ -1,0 +1,258 @@
+"""Careful file output: refusal checks, typed OVERWRITE confirmation, staged writes.
+
+The rules (transcript annotate/export follow them):
+
+- inputs are opened read-only (`read_input`), never for writing;
+- an output that is a symbolic link, a hard-linked file (more than one link), not
+  a regular file, or the same file as a protected input (same path or same inode)
+  is refused; so is an output directory that is a symbolic link;
+- an existing output is replaced only after the user types `OVERWRITE` at a
+  terminal (stdin and stdout both TTYs); without a terminal it is refused, and
+  there is no force flag;
+- outputs are written into a fresh `.ledger-transcript-*` directory (0700) inside
+  the output directory as owner-only files (0600), synced, then renamed into place
+  with `os.replace`. A failure during the renames can leave one new and one old
+  output: this is not a transactional multi-file replace, and the staged files
+  that remain are named in the error. Concurrent writers to one output directory
+  are unsupported.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ledger.errors import InputError, RefusedError
+
+CONFIRM_WORD = "OVERWRITE"
+STAGING_PREFIX = ".ledger-transcript-"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class UnsafeOutputError(RefusedError):
+    """An output path is a symlink, a hard link, not a file, or aliases an input."""
+
+
+class OverwriteRefusedError(RefusedError):
+    """An existing output would be replaced without a typed OVERWRITE."""
+
+
+class StagingError(RefusedError):
+    """Writing or publishing the staged outputs failed."""
+
+
+def read_input(path: Path, *, what: str) -> bytes:
+    """Read a whole input file as bytes, opened read-only."""
+    try:
+        with open(path, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise InputError(f"{path}: the {what} is not a regular file")
+            return handle.read()
+    except IsADirectoryError:
+        raise InputError(f"{path}: the {what} is a directory, not a file") from None
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such {what} file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+
+
+def check_directory(path: Path) -> bool:
+    """Refuse an output directory that is a symlink or not a directory; return exists."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise UnsafeOutputError(
+            f"{path}: cannot inspect the output directory: {exc.strerror}"
+        ) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeOutputError(
+            f"{path}: the output directory is a symbolic link; pass its target instead"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeOutputError(f"{path}: the output directory exists and is not a directory")
+    return True
+
+
+def ensure_directory(path: Path) -> None:
+    """Create an output directory (owner-only) if missing; refuse a symlink or a file."""
+    if check_directory(path):
+        return
+    try:
+        os.makedirs(path, mode=0o700)
+    except OSError as exc:
+        raise StagingError(f"{path}: cannot create the directory: {exc.strerror}") from None
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def check_output(target: Path, *, protected: Sequence[Path]) -> bool:
+    """Refuse an unsafe output path; return whether it exists (and may be replaced).
+
+    `protected` are the inputs that an output must never alias (compared by inode,
+    so hard links and symlinks to them are caught too).
+    """
+    for other in protected:
+        if os.path.abspath(target) == os.path.abspath(other):
+            raise UnsafeOutputError(f"{target}: is the same path as the input {other}")
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise UnsafeOutputError(f"{target}: cannot inspect the output: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeOutputError(
+            f"{target}: the output is a symbolic link; refusing to write through or replace it"
+        )
+    for other in protected:
+        try:
+            other_st = os.stat(other)
+        except OSError:
+            continue
+        if _same_file(st, other_st):
+            raise UnsafeOutputError(f"{target}: is the same file as the input {other}")
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeOutputError(f"{target}: the output exists and is not a regular file")
+    if st.st_nlink > 1:
+        raise UnsafeOutputError(
+            f"{target}: the output has {st.st_nlink} hard links; refusing to replace a "
+            "hard-linked file"
+        )
+    return True
+
+
+def check_outputs(targets: Sequence[Path], *, protected: Sequence[Path]) -> list[Path]:
+    """`check_output` for each target; return the ones that exist."""
+    return [t for t in targets if check_output(t, protected=protected)]
+
+
+def is_interactive(stdin: TextIO, stdout: TextIO) -> bool:
+    """True when both streams are terminals."""
+    try:
+        return stdin.isatty() and stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _names(paths: Sequence[Path]) -> str:
+    return ", ".join(str(p) for p in paths)
+
+
+def refuse_without_terminal(existing: Sequence[Path], *, stdin: TextIO, stdout: TextIO) -> None:
+    """Refuse at once when outputs exist and no terminal can confirm their replacement."""
+    if existing and not is_interactive(stdin, stdout):
+        raise OverwriteRefusedError(
+            f"{_names(existing)} already {'exists' if len(existing) == 1 else 'exist'}; "
+            "refusing to replace without a terminal "
+            f"(run interactively and type {CONFIRM_WORD}; there is no force flag)"
+        )
+
+
+def confirm_overwrite(existing: Sequence[Path], *, stdin: TextIO, stdout: TextIO) -> None:
+    """Ask for a typed OVERWRITE before replacing `existing`; refuse otherwise.
+
+    Non-interactive (stdin or stdout not a terminal): refused, never asked. At a
+    terminal: prompt on stdout, read one line from stdin; only the exact word
+    OVERWRITE (then the line ending) confirms.
+    """
+    if not existing:
+        return
+    refuse_without_terminal(existing, stdin=stdin, stdout=stdout)
+    verb = "exists" if len(existing) == 1 else "exist"
+    stdout.write(f"{_names(existing)} already {verb}. Type {CONFIRM_WORD} to replace: ")
+    stdout.flush()
+    line = stdin.readline()
+    if line.endswith("\n"):
+        line = line[:-1]
+        if line.endswith("\r"):
+            line = line[:-1]
+    if line != CONFIRM_WORD:
+        raise OverwriteRefusedError(
+            f"not confirmed (expected {CONFIRM_WORD}); {_names(existing)} left unchanged"
+        )
+
+
+def _write_private(path: Path, chunks: Iterable[bytes | memoryview]) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
+        os.fchmod(fd, 0o600)  # the umask may only remove bits; make it exact
+        for chunk in chunks:
+            handle.write(chunk)
+        handle.flush()
+        os.fsync(fd)
+
+
+def _fsync_directory(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # not every file system syncs directories
+    finally:
+        os.close(fd)
+
+
+def publish(
+    outdir: Path,
+    outputs: Sequence[tuple[str, Iterable[bytes | memoryview]]],
+    *,
+    confirmed: Collection[Path],
+    protected: Sequence[Path],
+) -> None:
+    """Stage `outputs` (name, chunks) in OUTDIR, then rename each into place.
+
+    `confirmed` are the existing targets the user agreed to replace; the targets
+    are checked again just before the renames, and one that appeared meanwhile is
+    refused.
+    """
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=outdir))
+    except OSError as exc:
+        raise StagingError(f"{outdir}: cannot create a staging directory: {exc.strerror}") from None
+    confirmed_paths = {os.path.abspath(p) for p in confirmed}
+    try:
+        os.chmod(staging, 0o700)
+        for name, chunks in outputs:
+            _write_private(staging / name, chunks)
+        _fsync_directory(staging)
+        for name, _ in outputs:
+            target = outdir / name
+            if check_output(target, protected=protected) and (
+                os.path.abspath(target) not in confirmed_paths
+            ):
+                raise OverwriteRefusedError(
+                    f"{target}: appeared while writing; left unchanged (use a fresh directory)"
+                )
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise StagingError(f"{outdir}: cannot stage the outputs: {exc.strerror or exc}") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+    done: list[str] = []
+    try:
+        for name, _ in outputs:
+            os.replace(staging / name, outdir / name)
+            done.append(name)
+        os.rmdir(staging)
+    except OSError as exc:
+        published = ", ".join(done) or "nothing"
+        raise StagingError(
+            f"{outdir}: publishing failed after {published}: {exc.strerror or exc}; "
+            f"staged outputs remain in {staging}"
+        ) from None
+    _fsync_directory(outdir)
