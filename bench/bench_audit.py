@@ -1,0 +1,185 @@
+"""Benchmark the audit commands on a large ledger.
+
+- why-evicted on a ledger of 1,000 packs of 10,000 candidates (10 million
+  decisions; `--quick`: 100 packs): in-process lookup (no hints, and with the
+  default hint, which re-runs the core on one pack) and the whole `ledger`
+  command; baseline: raw `sqlite3` reading the same decision rows.
+- verify of that ledger, in decisions per second; baseline: raw `sqlite3`
+  reading every decision row joined with its version.
+- diff of two 100,000-candidate packs; baseline: raw `sqlite3` reading both
+  packs' decision rows.
+
+    .venv/bin/python bench/bench_audit.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen import setup_ledger  # noqa: E402
+
+
+def _many_packs(url: str, tmp: Path, packs: int, candidates: int) -> None:
+    from ledger.batch import run_batch
+    from ledger.db import make_engine
+
+    setup_ledger(url, tmp / "audit.jsonl", candidates, 20_000)
+    engine = make_engine(url)
+    done = 0
+    while done < packs:
+        n = min(100, packs - done)
+        lines = [
+            f'{{"subject": "default", "as_of": "2026-{1 + (done + i) % 12:02d}-{1 + (done + i) % 28:02d}", '
+            f'"budget": {10_000 + 137 * (done + i)}}}'.encode()
+            for i in range(n)
+        ]
+        run_batch(engine, "bench", lines, "estimated_tokens", False)
+        done += n
+    engine.dispose()
+
+
+def _time(fn: Any, repeat: int = 7) -> float:
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def bench_why(tmp: Path, packs: int, candidates: int) -> list[dict[str, Any]]:
+    from ledger.audit import verify, why_evicted
+    from ledger.db import make_engine, read_transaction
+
+    db_file = tmp / "audit.db"
+    url = f"sqlite:///{db_file}"
+    t0 = time.perf_counter()
+    _many_packs(url, tmp, packs, candidates)
+    setup_s = time.perf_counter() - t0
+    con = sqlite3.connect(db_file)
+    n_dec = con.execute("SELECT count(*) FROM decisions").fetchone()[0]
+    refs = [r[0] for r in con.execute("SELECT chunk_id FROM chunk_versions ORDER BY vid")]
+    rnd = random.Random(3)
+    sample = [rnd.choice(refs) for _ in range(7)]
+    engine = make_engine(url)
+    it = iter(sample * 3)
+
+    def lookup(hints: str) -> None:
+        with read_transaction(engine) as conn:
+            why_evicted(conn, next(it), None, hints)
+
+    ours_none = _time(lambda: lookup("none"))
+    ours_hint = _time(lambda: lookup("newest"), repeat=5)
+    it2 = iter(sample * 3)
+
+    def raw() -> None:
+        vids = [v for (v,) in con.execute("SELECT vid FROM chunk_versions WHERE chunk_id = ?", (next(it2),))]
+        for vid in vids:
+            con.execute(
+                "SELECT d.pack_no, d.status, d.tokens, d.remaining, p.pack_digest, p.as_of, p.subject "
+                "FROM decisions d JOIN packs p ON p.pack_no = d.pack_no WHERE d.vid = ? ORDER BY d.pack_no DESC",
+                (vid,),
+            ).fetchall()
+
+    base = _time(raw)
+    cmd = [sys.executable, "-m", "ledger_cli", "--db", str(db_file), "why-evicted", "--json"]
+    whole_none = _time(lambda: subprocess.run(cmd + ["--hints", "none", sample[0]], check=True, capture_output=True), 5)
+    whole_hint = _time(lambda: subprocess.run(cmd + [sample[0]], check=True, capture_output=True), 5)
+    start = _time(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), 5)
+
+    t0 = time.perf_counter()
+    with read_transaction(engine) as conn:
+        result = verify(conn)
+    verify_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in con.execute(
+        "SELECT d.status, d.tokens, d.position, d.remaining, v.record_digest, v.required_permission, v.trust "
+        "FROM decisions d JOIN chunk_versions v ON v.vid = d.vid ORDER BY d.pack_no"
+    ):
+        pass
+    raw_scan = time.perf_counter() - t0
+    engine.dispose()
+    con.close()
+    size_mb = db_file.stat().st_size / 1e6
+    note = f"{packs:,} packs x {candidates:,}: {n_dec:,} decisions, {size_mb:,.0f} MB, built in {setup_s:.0f} s"
+    return [
+        {"bench": "why-evicted in-process, no hint", "ours": ours_none, "baseline": base, "unit": "s",
+         "target": "< 50 ms", "ok": ours_none < 0.05, "note": note},
+        {"bench": "why-evicted in-process, newest hint", "ours": ours_hint, "baseline": base, "unit": "s",
+         "target": "reported", "ok": True, "note": "hint re-runs the core on one pack"},
+        {"bench": "why-evicted whole command, no hint", "ours": whole_none, "baseline": start, "unit": "s",
+         "target": "< 600 ms", "ok": whole_none < 0.6, "note": "baseline: bare python start"},
+        {"bench": "why-evicted whole command, newest hint", "ours": whole_hint, "baseline": start, "unit": "s",
+         "target": "< 600 ms", "ok": whole_hint < 0.6, "note": "the default"},
+        {"bench": "verify", "ours": result.decisions / verify_s, "baseline": n_dec / raw_scan,
+         "unit": "decisions/s", "target": "reported", "ok": result.ok,
+         "note": f"{verify_s:.1f} s for {result.decisions:,} decisions (baseline: raw scan)"},
+    ]
+
+
+def bench_diff(tmp: Path, candidates: int) -> list[dict[str, Any]]:
+    from ledger.audit import diff
+    from ledger.build import build_pack
+    from ledger.db import make_engine, read_transaction
+
+    db_file = tmp / "diff.db"
+    url = f"sqlite:///{db_file}"
+    setup_ledger(url, tmp / "diff.jsonl", candidates, candidates * 20)
+    engine = make_engine(url)
+    a = build_pack(engine, "2026-03-01")
+    b = build_pack(engine, "2026-09-01", budget=candidates * 15)
+
+    def ours() -> None:
+        with read_transaction(engine) as conn:
+            diff(conn, a, b)
+
+    with read_transaction(engine) as conn:
+        changes = len(diff(conn, a, b)["changes"])
+    t = _time(ours, 3)
+    con = sqlite3.connect(db_file)
+
+    def raw() -> None:
+        for p in (a, b):
+            con.execute(
+                "SELECT d.vid, d.status, v.chunk_id, v.source_version FROM decisions d "
+                "JOIN chunk_versions v ON v.vid = d.vid WHERE d.pack_no = ?", (p,)
+            ).fetchall()
+
+    base = _time(raw, 3)
+    con.close()
+    engine.dispose()
+    return [{"bench": f"diff of two {candidates:,}-candidate packs", "ours": t, "baseline": base, "unit": "s",
+             "target": "< 1 s", "ok": t < 1.0, "note": f"{changes:,} changes"}]
+
+
+def rows(quick: bool) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="ledger-bench-") as d:
+        tmp = Path(d)
+        out = bench_diff(tmp, 20_000 if quick else 100_000)
+        out += bench_why(tmp, 50 if quick else 1000, 10_000)
+        return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    sys.path.insert(0, os.path.dirname(__file__))
+    from table import print_table
+
+    print_table(rows(args.quick))
+
+
+if __name__ == "__main__":
+    main()

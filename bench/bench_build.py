@@ -1,0 +1,138 @@
+"""Benchmark `ledger build`: one pack over 10,000 and 100,000 candidates.
+
+Ours: `ledger.build.build_pack` end to end (read candidates, select, digest,
+write the pack and one decision row per candidate, seal the entry). Baseline, in
+the same run on the same database: the in-memory core selection of the same
+candidates plus a raw `sqlite3` `executemany` of the same decision rows into the
+same table (same indexes and pragmas). Also the database bytes per recorded
+eviction, and a 1,000-line `--batch` over 1,000 candidates in packs per second.
+
+    .venv/bin/python bench/bench_build.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen import ALLOWED, GRANTED, setup_ledger  # noqa: E402
+
+AS_OF = "2026-06-15"
+
+
+def _baseline(db_file: Path, candidates: list[Any], budget: int, vid_of: dict[str, int]) -> float:
+    from ledger.build import REASON_CODES
+    from ledger.select import Request, select
+
+    t0 = time.perf_counter()
+    ctx = select(candidates, Request(AS_OF, frozenset(GRANTED), frozenset(ALLOWED), budget))
+    rows = [(10**6, vid_of[c.record_digest], 0, c.tokens, i, None, None) for i, c in enumerate(ctx.items)]
+    for e in ctx.evicted:
+        ref = e.detail.get("by") or e.detail.get("kept")
+        rows.append((10**6, vid_of[e.candidate.record_digest], REASON_CODES[e.reason], e.candidate.tokens, None,
+                     e.detail.get("remaining"), vid_of[ref["record_digest"]] if ref else None))
+    con = sqlite3.connect(db_file, isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=FULL")
+    con.execute("BEGIN IMMEDIATE")
+    con.executemany(
+        "INSERT INTO decisions (pack_no, vid, status, tokens, position, remaining, ref_vid) VALUES (?,?,?,?,?,?,?)",
+        rows,
+    )
+    con.execute("COMMIT")
+    elapsed = time.perf_counter() - t0
+    con.execute("DELETE FROM decisions WHERE pack_no = ?", (10**6,))
+    con.close()
+    return elapsed
+
+
+def _file_bytes(db_file: Path) -> int:
+    con = sqlite3.connect(db_file)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    return db_file.stat().st_size
+
+
+def bench_build(n: int, tmp: Path, extra_packs: int = 3) -> list[dict[str, Any]]:
+    from ledger.build import build_pack, load_candidates
+    from ledger.db import make_engine, read_transaction
+    from ledger.packs import pack_json
+
+    db_file = tmp / f"build{n}.db"
+    url = f"sqlite:///{db_file}"
+    budget = n * 20
+    setup_ledger(url, tmp / f"chunks{n}.jsonl", n, budget)
+    engine = make_engine(url)
+    with read_transaction(engine) as conn:
+        from ledger.chain import read_head
+
+        candidates, vid_of = load_candidates(conn, read_head(conn).seq, "estimated_tokens")
+    base = min(_baseline(db_file, candidates, budget, vid_of) for _ in range(2))
+    size0 = _file_bytes(db_file)
+    times = []
+    for _ in range(1 + extra_packs):
+        t0 = time.perf_counter()
+        pack_no = build_pack(engine, AS_OF, budget=budget)
+        times.append(time.perf_counter() - t0)
+    with read_transaction(engine) as conn:
+        data = pack_json(conn, pack_no)
+    engine.dispose()
+    evictions = len(data["evicted"]) * (1 + extra_packs)
+    per_eviction = (_file_bytes(db_file) - size0) / evictions
+    ours = min(times)
+    return [
+        {"bench": f"build {n:,} candidates", "ours": ours, "baseline": base, "unit": "s",
+         "target": "ratio <= 3", "ok": ours / base <= 3, "note": f"{len(data['evicted']):,} evictions"},
+        {"bench": f"db bytes per eviction ({n:,})", "ours": per_eviction, "baseline": None, "unit": "B",
+         "target": "<= 40", "ok": per_eviction <= 40, "note": "file growth incl. pack rows and index"},
+    ]
+
+
+def bench_batch(lines: int, n: int, tmp: Path) -> list[dict[str, Any]]:
+    from ledger.batch import run_batch
+    from ledger.db import make_engine
+
+    db_file = tmp / "batch.db"
+    url = f"sqlite:///{db_file}"
+    setup_ledger(url, tmp / "batch.jsonl", n, 20_000)
+    raw = [f'{{"subject": "default", "as_of": "2026-{1 + i % 12:02d}-15", "budget": {5000 + i}}}'.encode()
+           for i in range(lines)]
+    engine = make_engine(url)
+    t0 = time.perf_counter()
+    result = run_batch(engine, "bench.jsonl", raw, "estimated_tokens", False)
+    elapsed = time.perf_counter() - t0
+    engine.dispose()
+    rate = len(result.packs) / elapsed
+    return [{"bench": f"--batch {lines:,} lines x {n:,} candidates", "ours": rate, "baseline": None,
+             "unit": "packs/s", "target": "reported", "ok": True, "note": f"{elapsed:.1f} s"}]
+
+
+def rows(quick: bool) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="ledger-bench-") as d:
+        tmp = Path(d)
+        out = bench_build(10_000, tmp)
+        if not quick:
+            out += bench_build(100_000, tmp)
+        out += bench_batch(100 if quick else 1000, 1000, tmp)
+        return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    sys.path.insert(0, os.path.dirname(__file__))
+    from table import print_table
+
+    print_table(rows(args.quick))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Generated chunk sets for the benchmarks: every gate has work to do.
+
+Ids come in dedupe groups of three that share section, permission and trust;
+about a tenth of the ids get a second, later version; dates spread over two
+years, some expire; one permission and one trust label are never granted.
+Deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+PERMISSIONS = ("policy-read", "state-read", "public-read", "team-read", "legal-read")
+GRANTED = PERMISSIONS[:4]
+TRUST = ("application-policy", "confirmed-state", "approved-source", "user-input", "unverified")
+ALLOWED = TRUST[:4]
+SECTIONS = ("policy", "state", "evidence", "current-input")
+WORDS = "refund policy order carrier delay window customer region evidence summary state note".split()
+
+
+def records(n: int, seed: int = 1, content_bytes: int = 400) -> Iterator[dict[str, Any]]:
+    """About `n` chunk records (ids plus second versions)."""
+    rnd = random.Random(seed)
+    ids = max(1, int(n / 1.1))
+    made = 0
+    for i in range(ids):
+        g = i // 3
+        grnd = random.Random(g * 7919 + seed)
+        section = SECTIONS[grnd.randrange(4)]
+        perm = PERMISSIONS[grnd.randrange(5)]
+        trust = TRUST[grnd.randrange(5)]
+        day = rnd.randrange(0, 700)
+        versions = 2 if rnd.random() < 0.1 and made + 2 <= n else 1
+        for v in range(versions):
+            if made >= n:
+                return
+            start = day + v * 60
+            y, rest = divmod(start, 365)
+            m, d = divmod(rest % 336, 28)
+            eff = f"{2025 + y:04d}-{m + 1:02d}-{d + 1:02d}"
+            expires = None
+            if rnd.random() < 0.15:
+                expires = f"{2026 + y:04d}-{m + 1:02d}-{d + 1:02d}"
+            words = []
+            size = 0
+            while size < content_bytes:
+                w = WORDS[rnd.randrange(len(WORDS))]
+                words.append(w)
+                size += len(w) + 1
+            yield {
+                "id": f"c{i:07d}",
+                "section": section,
+                "source_uri": f"doc://bench/{i}",
+                "source_version": f"v{v + 1}",
+                "effective_from": eff,
+                "expires_on": expires,
+                "required_permission": perm,
+                "trust": trust,
+                "dedupe_key": f"g{g:07d}",
+                "estimated_tokens": rnd.randrange(20, 400),
+                "priority": rnd.randrange(0, 101),
+                "required": False,
+                "content": " ".join(words),
+            }
+            made += 1
+
+
+def write_jsonl(path: Path, n: int, seed: int = 1, content_bytes: int = 400) -> Path:
+    with path.open("w", encoding="utf-8") as f:
+        for rec in records(n, seed, content_bytes):
+            f.write(json.dumps(rec) + "\n")
+    return path
+
+
+def setup_ledger(url: str, path: Path, n: int, budget: int) -> None:
+    """A migrated ledger holding `n` generated chunks, grants and a policy."""
+    from ledger.access import change_grants, set_policy
+    from ledger.db import make_engine
+    from ledger.ingest import ingest
+    from ledger.migrate import upgrade_to_head
+
+    engine = make_engine(url, create=True)
+    upgrade_to_head(engine)
+    ingest(engine, [str(write_jsonl(path, n))])
+    change_grants(engine, "default", list(GRANTED), "grant")
+    set_policy(engine, list(ALLOWED), budget)
+    engine.dispose()
