@@ -6,7 +6,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := demo
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo test bench clean postgres
+
+# The tests start their own throwaway PostgreSQL server on loopback; this only
+# makes sure Debian's server binaries are on the machine.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { \
+	  echo "installing Debian's postgresql (server binaries for the tests)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -38,12 +45,12 @@ demo: $(STAMP)
 
 # The whole suite, then the pure core again under `python -O` (no check may
 # depend on `assert`).
-test: $(STAMP)
+test: $(STAMP) postgres
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -O -m pytest -q -p no:cacheprovider tests/core
 
-bench: $(STAMP)
-	$(BIN)/python bench/run.py
+bench: $(STAMP) postgres
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(DEMO) build *.egg-info .pytest_cache .hypothesis

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import uuid
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -104,3 +105,53 @@ def chunk(**overrides: Any) -> dict[str, Any]:
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path
+
+
+# --------------------------------------------------------------------------
+# Both backends: SQLite files and a real PostgreSQL server on loopback.
+# --------------------------------------------------------------------------
+
+BACKENDS = [b for b in os.environ.get("LEDGER_TEST_BACKENDS", "sqlite,postgresql").split(",") if b]
+
+
+@pytest.fixture(scope="session")
+def pg_server():  # type: ignore[no-untyped-def]
+    """One throwaway PostgreSQL cluster for the whole run, stopped by its pid."""
+    from tests import pgserver
+
+    server = pgserver.start()
+    yield server
+    pgserver.stop(server)
+
+
+def _new_database_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path, name: str) -> str:
+    if backend == "sqlite":
+        return "sqlite:///" + str(tmp_path / f"{name}.db")
+    from tests import pgserver
+
+    server = request.getfixturevalue("pg_server")
+    return pgserver.create_database(server, f"{name}_{os.getpid()}_{uuid.uuid4().hex[:10]}")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
+    """A fresh ledger on each backend, created by the real migrations."""
+    from ledger.db import make_engine
+    from ledger.migrate import upgrade_to_head
+
+    url = _new_database_url(request, backend, tmp_path, "ledger")
+    engine = make_engine(url, create=True)
+    upgrade_to_head(engine)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def empty_db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
+    """A database URL on each backend with no schema yet (for `ledger init` tests)."""
+    return _new_database_url(request, backend, tmp_path, "empty")

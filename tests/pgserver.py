@@ -30,6 +30,7 @@ class Server:
     url: str  # postgresql+psycopg://ledger@127.0.0.1:PORT/postgres
     pid: int | None
     folder: str | None
+    proc: subprocess.Popen[bytes] | None = None
 
     def database_url(self, name: str) -> str:
         return self.url.rsplit("/", 1)[0] + "/" + name
@@ -75,14 +76,14 @@ def start() -> Server:
         check=True, capture_output=True, env=env, cwd=folder, **run_as,  # type: ignore[arg-type]
     )
     port = _free_port()
-    log = open(os.path.join(folder, "server.log"), "wb")  # noqa: SIM115 - the server keeps it
-    proc = subprocess.Popen(
-        [os.path.join(bindir, "postgres"), "-D", data, "-p", str(port), "-k", folder,
-         "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=100",
-         "-c", "shared_buffers=128MB"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder,
-        start_new_session=True, **run_as,  # type: ignore[arg-type]
-    )
+    with open(os.path.join(folder, "server.log"), "wb") as log:  # the child keeps its own fd
+        proc = subprocess.Popen(
+            [os.path.join(bindir, "postgres"), "-D", data, "-p", str(port), "-k", folder,
+             "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=100",
+             "-c", "shared_buffers=128MB"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder,
+            start_new_session=True, **run_as,  # type: ignore[arg-type]
+        )
     url = f"postgresql+psycopg://{USER}@127.0.0.1:{port}/postgres"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -96,13 +97,13 @@ def start() -> Server:
                 capture_output=True,
             )
             if ready.returncode == 0:
-                return Server(url, proc.pid, folder)
+                return Server(url, proc.pid, folder, proc)
         except OSError:
             pass
         time.sleep(0.1)
     with open(os.path.join(folder, "server.log"), "rb") as f:
         tail = f.read()[-2000:].decode("utf-8", "replace")
-    stop(Server(url, proc.pid, folder))
+    stop(Server(url, proc.pid, folder, proc))
     raise RuntimeError(f"PostgreSQL did not start: {tail}")
 
 
@@ -110,21 +111,15 @@ def stop(server: Server) -> None:
     """Stop the server by its process id (fast shutdown) and remove its folder."""
     if server.pid is not None:
         try:
-            os.kill(server.pid, signal.SIGINT)
-            for _ in range(200):
-                try:
-                    os.kill(server.pid, 0)
-                except ProcessLookupError:
-                    break
-                try:
-                    os.waitpid(server.pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
-                time.sleep(0.05)
-            else:
-                os.kill(server.pid, signal.SIGKILL)
+            os.kill(server.pid, signal.SIGINT)  # PostgreSQL's fast shutdown
         except ProcessLookupError:
             pass
+        if server.proc is not None:
+            try:
+                server.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.kill(server.pid, signal.SIGKILL)
+                server.proc.wait()
     if server.folder:
         shutil.rmtree(server.folder, ignore_errors=True)
 
