@@ -1,0 +1,137 @@
+"""`ledger pack` and `ledger select`: the two database-free compatibility commands.
+
+They keep their references' exit codes, so they exit here themselves instead of
+raising to `ledger_cli.main` (which maps a LedgerError to `error: ...`, exit 1).
+Neither imports SQLAlchemy or Alembic: they start as fast as Python does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from importlib.resources import files
+from pathlib import Path
+
+import click
+
+from ledger.errors import InputError, LedgerError
+
+PACK_ERROR_EXIT = 2  # the seed-001 reference's code for every failure
+SELECT_ERROR_EXIT = 1  # the seed-000 reference's code for invalid input
+
+
+def _default_fixture() -> str:
+    return str(files("ledger_fixtures").joinpath("seed001-chunks.json"))
+
+
+def _read_fixture(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"fixture does not exist: {path}") from None
+    except IsADirectoryError:
+        raise InputError(f"fixture is a directory, not a file: {path}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read fixture {path}: {exc.strerror or exc}") from None
+
+
+def _write_pack(path: Path, text: str) -> Path:
+    """Write atomically (a temporary file renamed over the target): all or nothing."""
+    import tempfile  # only when a pack is written: keeps `ledger pack` start-up small
+
+    target = path.resolve()
+    if target.is_dir():
+        raise InputError(f"cannot write the JSON pack: {target} is a directory")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+            # mkstemp creates 0600; give the file the mode a plain open() would.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)
+            os.replace(temporary, target)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as exc:
+        raise InputError(f"cannot write the JSON pack {target}: {exc.strerror or exc}") from None
+    return target
+
+
+@click.command("pack")
+@click.option(
+    "--fixture",
+    "fixture",
+    default=None,
+    metavar="PATH",
+    help="Seed-001 fixture (JSON). Default: the project's copy of the reference fixture.",
+)
+@click.option(
+    "--json-pack",
+    "json_pack",
+    default=None,
+    metavar="PATH",
+    help="Also write the pack as JSON (UTF-8, indent 2, keys sorted); parents are created.",
+)
+def pack_command(fixture: str | None, json_pack: str | None) -> None:
+    """Build a seed-001 context pack from a fixture file; no database.
+
+    A drop-in for the seed-001 reference CLI: three lines on stdout (budget, the
+    selected ids in output order, the excluded ids with their reason, by id). Any
+    failure prints `context pack error: <message>` on stderr, nothing on stdout,
+    and exits 2.
+
+    \b
+    Example:
+      ledger pack
+      ledger pack --fixture chunks.json --json-pack out/pack.json
+    """
+    # Imported here: `ledger --help` should not pay for the selector.
+    from ledger.fixture import build_fixture_pack
+
+    try:
+        path = Path(fixture) if fixture is not None else Path(_default_fixture())
+        result = build_fixture_pack(_read_fixture(path), source=str(path))
+        lines = list(result.lines)
+        if json_pack is not None:
+            text = json.dumps(result.pack, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+            written = _write_pack(Path(json_pack), text)
+            lines.append(f"wrote {written}")
+    except LedgerError as exc:
+        click.echo(f"context pack error: {exc}", err=True)
+        sys.exit(PACK_ERROR_EXIT)
+    # Printed only after everything succeeded: on failure stdout stays empty.
+    click.echo("\n".join(lines))
+    sys.exit(0)
+
+
+@click.command("select")
+def select_command() -> None:
+    """Select items into a budget (the seed-000 contract) from JSON on stdin.
+
+    Reads one object `{"budget", "items": [{"id", "cost", "priority",
+    "required", "content"}]}`. Prints `{"ok": true, "result": {"selected",
+    "omitted", "used"}}` and exits 0, or `{"ok": false, "error": "..."}` and
+    exits 1 for invalid input (duplicate keys, NaN, extra fields, a boolean as
+    an integer, required items over the budget).
+
+    \b
+    Example:
+      echo '{"budget": 8, "items": [{"id": "a", "cost": 3, "priority": 0,
+            "required": true, "content": "x"}]}' | ledger select
+    """
+    from ledger.budgeted import run
+    from ledger.strictjson import loads_strict
+
+    data = sys.stdin.buffer.read()
+    try:
+        result = run(loads_strict(data, source="stdin"))
+    except LedgerError as exc:
+        click.echo(json.dumps({"ok": False, "error": str(exc)}, sort_keys=True))
+        sys.exit(SELECT_ERROR_EXIT)
+    click.echo(json.dumps({"ok": True, "result": result}, sort_keys=True))
+    sys.exit(0)

@@ -1,0 +1,306 @@
+"""Chunk records: validation by SPEC's chunk table. Pure: no I/O.
+
+Shared by `ledger pack` (fixture mode: every text field stripped, `content`
+included, at most 10,000 characters) and `ledger ingest` (ledger mode: `content`
+stored exactly as given, at most 1,000,000 characters). The rule texts are the
+seed-001 reference's words, so callers can match them:
+
+    chunks[3].priority must be between 0 and 100
+    chunks[0] has invalid fields: missing=['content'], unknown=['body']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from ledger.canonical import content_digest as _content_digest
+from ledger.canonical import digest_value
+from ledger.errors import InputError
+
+FIELDS: tuple[str, ...] = (
+    "id",
+    "section",
+    "source_uri",
+    "source_version",
+    "effective_from",
+    "expires_on",
+    "required_permission",
+    "trust",
+    "dedupe_key",
+    "estimated_tokens",
+    "priority",
+    "required",
+    "content",
+)
+SECTIONS = ("policy", "state", "evidence", "current-input")
+TRUST_LABELS = (
+    "application-policy",
+    "confirmed-state",
+    "approved-source",
+    "user-input",
+    "unverified",
+)
+
+IDENTIFIER_RE = re.compile(r"[a-z0-9][a-z0-9-]{1,63}")
+URI_RE = re.compile(r"[a-z][a-z0-9+.-]*://\S+")
+IDENTIFIER_PATTERN = "^[a-z0-9][a-z0-9-]{1,63}$"
+MAX_TOKENS = 10_000_000
+MAX_PRIORITY = 100
+MAX_URI = 300
+MAX_SOURCE_VERSION = 80
+MAX_SHORT_TEXT = 200
+FIXTURE_MAX_CONTENT = 10_000
+LEDGER_MAX_CONTENT = 1_000_000
+
+_FIELD_SET = frozenset(FIELDS)
+_SECTION_SET = frozenset(SECTIONS)
+_TRUST_SET = frozenset(TRUST_LABELS)
+
+
+class RecordError(InputError):
+    """A field breaks a rule of the chunk table.
+
+    `field` is the field name (None for the record as a whole), `rule` the
+    reference's words. `str(e)` is `"<field> <rule>"` (e.g. `priority must be
+    between 0 and 100`); `located(where)` prefixes a location such as `chunks[3]`.
+    """
+
+    def __init__(self, field: str | None, rule: str, *, message: str | None = None):
+        self.field = field
+        self.rule = rule
+        self._message = message
+        super().__init__(self.located(None))
+
+    def located(self, where: str | None) -> str:
+        """The message with `where` (a record's place: `chunks[3]`, `file.jsonl:7`)."""
+        if self._message is not None:
+            return f"{where}: {self._message}" if where else self._message
+        if self.field is None:
+            return f"{where or 'chunk'} {self.rule}"
+        return f"{where}.{self.field} {self.rule}" if where else f"{self.field} {self.rule}"
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRecord:
+    """One validated chunk version, as stored.
+
+    Text fields are stripped; `content` is stripped only in fixture mode.
+    """
+
+    id: str
+    section: str
+    source_uri: str
+    source_version: str
+    effective_from: str
+    expires_on: str | None
+    required_permission: str
+    trust: str
+    dedupe_key: str
+    estimated_tokens: int
+    priority: int
+    required: bool
+    content: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The 13 fields as plain JSON values: the record whose canonical JSON is hashed."""
+        return {
+            "id": self.id,
+            "section": self.section,
+            "source_uri": self.source_uri,
+            "source_version": self.source_version,
+            "effective_from": self.effective_from,
+            "expires_on": self.expires_on,
+            "required_permission": self.required_permission,
+            "trust": self.trust,
+            "dedupe_key": self.dedupe_key,
+            "estimated_tokens": self.estimated_tokens,
+            "priority": self.priority,
+            "required": self.required,
+            "content": self.content,
+        }
+
+    @property
+    def record_digest(self) -> str:
+        """SHA-256 of the canonical JSON (RFC 8785) of `to_json()` (computed per call)."""
+        return digest_value(self.to_json())
+
+    @property
+    def content_digest(self) -> str:
+        """SHA-256 of the content's UTF-8 bytes, exactly as stored."""
+        return _content_digest(self.content)
+
+
+def _text(value: Any, name: str, maximum: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise RecordError(name, "must be a non-blank string")
+    text = value.strip()
+    if len(text) > maximum:
+        raise RecordError(name, f"exceeds {maximum} characters")
+    return text
+
+
+def _encodable(value: str, name: str) -> None:
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RecordError(name, "must not contain a lone surrogate") from None
+
+
+def identifier(value: Any, name: str) -> str:
+    """A stripped identifier (`^[a-z0-9][a-z0-9-]{1,63}$`), or RecordError."""
+    text = _text(value, name, 64)
+    if IDENTIFIER_RE.fullmatch(text) is None:
+        raise RecordError(name, f"must match {IDENTIFIER_PATTERN}")
+    return text
+
+
+def iso_date(value: Any, name: str) -> str:
+    """A stripped `YYYY-MM-DD` date that round-trips through `date.fromisoformat`."""
+    # Longer than ten characters ("2026-07-01T00:00") is a format error, not a length one.
+    text = _text(value, name, MAX_SHORT_TEXT)
+    if len(text) != 10:
+        raise RecordError(name, "must use YYYY-MM-DD")
+    try:
+        parsed = date.fromisoformat(text)
+    except ValueError:
+        raise RecordError(name, "must use YYYY-MM-DD") from None
+    if parsed.isoformat() != text:
+        # 3.11 also accepts "20260701"; the contract is the extended form only.
+        raise RecordError(name, "must use YYYY-MM-DD")
+    return text
+
+
+def integer(value: Any, name: str, minimum: int, maximum: int) -> int:
+    """An int (not a bool, not a float like 3.0) within [minimum, maximum]."""
+    # A bool is an int subclass but not an integer here; a float (3.0, 1e2) neither.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(name, "must be an integer")
+    if not minimum <= value <= maximum:
+        raise RecordError(name, f"must be between {minimum} and {maximum}")
+    return value
+
+
+def check_fields(obj: Mapping[str, Any], expected: frozenset[str]) -> None:
+    """Refuse missing and unknown keys, naming both (the reference's words)."""
+    if len(obj) == len(expected) and expected.issuperset(obj):
+        return
+    actual = set(obj)
+    missing = sorted(expected - actual)
+    unknown = sorted(map(str, actual - expected))
+    details = []
+    if missing:
+        details.append(f"missing={missing}")
+    if unknown:
+        details.append(f"unknown={unknown}")
+    raise RecordError(None, f"has invalid fields: {', '.join(details)}")
+
+
+def validate_chunk(
+    obj: Any, *, max_content: int = LEDGER_MAX_CONTENT, strip_content: bool = False
+) -> ChunkRecord:
+    """Validate one chunk object by SPEC's chunk table; return it as stored.
+
+    Fixture mode (`ledger pack`): `max_content=10_000, strip_content=True`.
+    Raises `RecordError` naming the field and the rule, e.g. `str(e) ==
+    "estimated_tokens must be an integer"`.
+    """
+    if not isinstance(obj, Mapping):
+        raise RecordError(None, "must be a JSON object")
+    check_fields(obj, _FIELD_SET)
+    # The reference's order of checks, so the first error reported is the same.
+    section = _text(obj["section"], "section", MAX_SHORT_TEXT)
+    if section not in _SECTION_SET:
+        raise RecordError("section", f"is unsupported: {section!r}")
+    source_uri = _text(obj["source_uri"], "source_uri", MAX_URI)
+    if URI_RE.fullmatch(source_uri) is None:
+        raise RecordError("source_uri", "must be an absolute URI")
+    _encodable(source_uri, "source_uri")
+    trust = _text(obj["trust"], "trust", MAX_SHORT_TEXT)
+    if trust not in _TRUST_SET:
+        raise RecordError("trust", f"is unsupported: {trust!r}")
+    effective_from = iso_date(obj["effective_from"], "effective_from")
+    expires_raw = obj["expires_on"]
+    expires_on = None if expires_raw is None else iso_date(expires_raw, "expires_on")
+    # Both are exactly YYYY-MM-DD with four-digit years: text order is date order.
+    if expires_on is not None and expires_on <= effective_from:
+        raise RecordError("expires_on", "must be later than effective_from")
+    required = obj["required"]
+    if not isinstance(required, bool):
+        raise RecordError("required", "must be a boolean")
+    chunk_id = identifier(obj["id"], "id")
+    source_version = _text(obj["source_version"], "source_version", MAX_SOURCE_VERSION)
+    _encodable(source_version, "source_version")
+    required_permission = identifier(obj["required_permission"], "required_permission")
+    dedupe_key = identifier(obj["dedupe_key"], "dedupe_key")
+    tokens = integer(obj["estimated_tokens"], "estimated_tokens", 1, MAX_TOKENS)
+    priority = integer(obj["priority"], "priority", 0, MAX_PRIORITY)
+    raw_content = obj["content"]
+    stripped = _text(raw_content, "content", max_content)
+    _encodable(stripped, "content")
+    return ChunkRecord(
+        id=chunk_id,
+        section=section,
+        source_uri=source_uri,
+        source_version=source_version,
+        effective_from=effective_from,
+        expires_on=expires_on,
+        required_permission=required_permission,
+        trust=trust,
+        dedupe_key=dedupe_key,
+        estimated_tokens=tokens,
+        priority=priority,
+        required=required,
+        content=stripped if strip_content else raw_content,
+    )
+
+
+def _names(ids: Iterable[str]) -> str:
+    return ", ".join(repr(i) for i in sorted(ids))
+
+
+def check_dedupe_groups(records: Iterable[ChunkRecord]) -> None:
+    """Refuse dedupe groups that break SPEC's rules, counting DISTINCT ids.
+
+    A group of two or more chunk ids may not hold a required chunk, and all its
+    members (every version of every id in it) must agree on `section`,
+    `required_permission` and `trust`. Versions of one id are not each other's
+    duplicates, so a group of one id is never checked. Reports the lowest
+    dedupe_key first; required-chunk sharing before boundary crossings (as the
+    reference does).
+    """
+    groups: dict[str, list[ChunkRecord]] = {}
+    for record in records:
+        groups.setdefault(record.dedupe_key, []).append(record)
+    shared = {key: members for key, members in groups.items() if len({m.id for m in members}) > 1}
+    for key in sorted(shared):
+        members = shared[key]
+        required_ids = {m.id for m in members if m.required}
+        if required_ids:
+            raise RecordError(
+                "dedupe_key",
+                "required chunks cannot share a dedupe_key",
+                message=(
+                    f"required chunks cannot share a dedupe_key: {key!r} "
+                    f"(required {_names(required_ids)}; ids {_names({m.id for m in members})})"
+                ),
+            )
+    for key in sorted(shared):
+        members = shared[key]
+        for attribute in ("section", "required_permission", "trust"):
+            values = {getattr(m, attribute) for m in members}
+            if len(values) > 1:
+                by_value = "; ".join(
+                    f"{value!r}: "
+                    + _names({m.id for m in members if getattr(m, attribute) == value})
+                    for value in sorted(values)
+                )
+                raise RecordError(
+                    "dedupe_key",
+                    f"crosses {attribute} boundaries",
+                    message=f"dedupe_key {key!r} crosses {attribute} boundaries ({by_value})",
+                )

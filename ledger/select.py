@@ -1,0 +1,586 @@
+"""The selector core: candidates and a request in, the whole decision out.
+
+This module cannot do any I/O, like `flask/sansio`: it imports only pure modules
+of the standard library (plus `gc`, to pause the cyclic collector during a run)
+and ledger's pure modules (`errors`, `context`). No database, no files, no
+clock, no randomness: `as_of`, grants,
+policy and budget come in through `Request`, and the returned `Context` holds every
+admission in output order and one eviction, with its reason and details, for every
+other candidate, so callers store and render it and never re-derive a reason.
+
+Gates, in SPEC order:
+
+1. permission_denied  2. trust_denied  3. not_yet_effective  4. expired
+5. superseded (only with `Request.supersede`: the ledger; not `ledger pack`)
+6. duplicate (per dedupe_key, the first by `Order.preference` is kept)
+7. budget (required first; then optional in preference order, each if it fits)
+
+Cost is O(n log n): one sort into (id, source_version) order, one pass per gate
+(versions of an id are then adjacent for gate 5; a dictionary groups gate 6), one
+sort for the budget order and one for the output. Evictions land in slots in that
+canonical order, so they come out sorted without another sort. A million
+candidates take about 3-4 s (see bench/bench_core.py).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
+from functools import lru_cache
+from operator import attrgetter
+from types import MappingProxyType
+from typing import Any
+
+from ledger.context import (
+    REASONS,
+    Candidate,
+    Context,
+    ContextOverBudgetError,
+    Eviction,
+)
+from ledger.errors import InputError, RefusedError
+
+__all__ = [
+    "DEFAULT_ORDER",
+    "REASONS",
+    "SECTION_ORDER",
+    "SELECTOR_VERSION",
+    "Candidate",
+    "Context",
+    "ContextOverBudgetError",
+    "Eviction",
+    "Hint",
+    "Order",
+    "RequiredChunkError",
+    "RequiredOverBudgetError",
+    "Request",
+    "admission_hint",
+    "default_output",
+    "default_preference",
+    "select",
+]
+
+SELECTOR_VERSION = "ledger-selector-1"
+SECTION_ORDER = ("policy", "state", "evidence", "current-input")
+_SECTION_RANK = {name: rank for rank, name in enumerate(SECTION_ORDER)}
+
+
+class RequiredChunkError(RefusedError):
+    """A required chunk failed a gate: the whole build fails, nothing is dropped."""
+
+    def __init__(self, chunk_id: str, reason: str):
+        self.chunk_id = chunk_id
+        self.reason = reason
+        super().__init__(f"required chunk {chunk_id!r} failed gate: {reason}")
+
+
+class RequiredOverBudgetError(RefusedError):
+    """The required chunks alone cost more than the budget."""
+
+    def __init__(self, needed: int, budget: int):
+        self.needed = needed
+        self.budget = budget
+        super().__init__(
+            f"required chunks exceed the pack budget (needed {needed}, budget {budget}); "
+            "split or compress the task"
+        )
+
+
+def _is_date(text: Any) -> bool:
+    try:
+        return isinstance(text, str) and date.fromisoformat(text).isoformat() == text
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a build asks: the as-of date, grants, allowed trust, budget.
+
+    `supersede` turns on gate 5 (the ledger, where an id has versions); `ledger
+    pack` passes False, as its reference has no such gate.
+    """
+
+    as_of: str
+    granted: frozenset[str]
+    allowed_trust: frozenset[str]
+    budget: int
+    supersede: bool = True
+
+    def __post_init__(self) -> None:
+        if not _is_date(self.as_of):
+            raise InputError(f"as_of must use YYYY-MM-DD, not {self.as_of!r}")
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0:
+            raise InputError(f"budget must be a non-negative integer, not {self.budget!r}")
+        if not isinstance(self.granted, frozenset):
+            object.__setattr__(self, "granted", frozenset(self.granted))
+        if not isinstance(self.allowed_trust, frozenset):
+            object.__setattr__(self, "allowed_trust", frozenset(self.allowed_trust))
+
+
+@lru_cache(maxsize=1 << 16)
+def _newest_first(day: str) -> int:
+    # Dates are few and repeat: the cache makes the preference key cheap.
+    return -date.fromisoformat(day).toordinal()
+
+
+def default_preference(c: Candidate) -> tuple[Any, ...]:
+    """SPEC's dedupe and budget order: priority high first, effective_from newest
+    first, tokens small first, id (then source_version and record digest, so the
+    order is total)."""
+    return (
+        -c.priority,
+        _newest_first(c.effective_from),
+        c.tokens,
+        c.id,
+        c.source_version,
+        c.record_digest,
+    )
+
+
+def default_output(c: Candidate) -> tuple[Any, ...]:
+    """SPEC's output order: section, required before optional, priority high first, id."""
+    return (
+        _SECTION_RANK.get(c.section, len(SECTION_ORDER)),
+        not c.required,
+        -c.priority,
+        c.id,
+        c.source_version,
+        c.record_digest,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """The two orders a selection uses; a parameter, so seed-000 can use its own.
+
+    Keys that tie are broken by (id, source_version, record_digest), so any order
+    gives the same result for any input order.
+    """
+
+    preference: Callable[[Candidate], tuple[Any, ...]] = default_preference
+    output: Callable[[Candidate], tuple[Any, ...]] = default_output
+
+
+DEFAULT_ORDER = Order()
+
+
+def _identity(c: Candidate) -> tuple[str, str, str]:
+    return (c.id, c.source_version, c.record_digest)
+
+
+def _version_rank(c: Candidate) -> tuple[str, int, str]:
+    # Gate 5: the later effective_from wins; ties: the later ingest, then the digest.
+    return (c.effective_from, c.ingest_rank, c.record_digest)
+
+
+def _ref(c: Candidate) -> MappingProxyType[str, str]:
+    # `by` and `kept`: how a winning version is named.
+    return MappingProxyType(
+        {"id": c.id, "source_version": c.source_version, "record_digest": c.record_digest}
+    )
+
+
+_new_tuple = tuple.__new__  # Eviction(...) without its Python-level __new__: hot path
+_get_id = attrgetter("id")
+_get_version = attrgetter("source_version", "record_digest")
+
+
+def _canonical(candidates: Iterable[Candidate]) -> list[Candidate]:
+    """The candidates sorted by (id, source_version, record_digest).
+
+    Working in this order makes every later step independent of the input order,
+    and makes the gate 1-4 evictions come out already sorted. Sorting by the id
+    string alone allocates no key tuples (which would cost the garbage collector
+    dearly for a million candidates); runs of one id (its versions) are then
+    sorted by (source_version, record_digest).
+    """
+    ordered = sorted(candidates, key=_get_id)
+    start = 0
+    n = len(ordered)
+    previous = ordered[0].id if n else ""
+    for i in range(1, n):
+        current = ordered[i].id
+        if current != previous:
+            if i - start > 1:
+                ordered[start:i] = sorted(ordered[start:i], key=_get_version)
+            start = i
+            previous = current
+    if n - start > 1:
+        ordered[start:] = sorted(ordered[start:], key=_get_version)
+    return ordered
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a selection allocates.
+
+    A selection over a million candidates allocates about a million eviction
+    records, and each burst of allocations makes CPython walk the whole heap again
+    (measured: more than half the run time). Selection makes no reference cycles,
+    so the collector has nothing to find here. Only a collector that was enabled is
+    re-enabled; concurrent selections can at worst re-enable it early.
+    """
+    was_enabled = gc.isenabled()
+    if was_enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def select(
+    candidates: Iterable[Candidate], request: Request, order: Order = DEFAULT_ORDER
+) -> Context:
+    """Run the seven gates; return the whole decision as a `Context`.
+
+    Raises `RequiredChunkError` when a required chunk fails a gate (in the ledger:
+    when an id with a required version has no version passing gates 1-4), and
+    `RequiredOverBudgetError` when the required chunks exceed the budget.
+
+    >>> c = Candidate("a1", "v1", "policy", "2026-01-01", None, "read",
+    ...               "approved-source", "a1", 5, 50, False, "r" * 64, "c" * 64)
+    >>> r = Request("2026-07-01", frozenset({"read"}), frozenset({"approved-source"}), 4)
+    >>> ctx = select([c], r)
+    >>> ctx.evicted[0].reason, dict(ctx.evicted[0].detail)
+    ('budget', {'needed': 5, 'remaining': 4})
+    """
+    with _collector_paused():
+        return _select(candidates, request, order)
+
+
+def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> Context:
+    cands = _canonical(candidates)
+    as_of = request.as_of
+    granted = request.granted
+    allowed = request.allowed_trust
+    # One slot per candidate, in canonical order: the evictions come out sorted by
+    # (id, source_version) without a sort.
+    slots: list[Eviction | None] = [None] * len(cands)
+    passed: list[int] = []
+    failed_required: list[Eviction] = []
+    # Equal details are shared: one read-only mapping per reason and value.
+    details: dict[str, dict[Any, MappingProxyType[str, Any]]] = {reason: {} for reason in REASONS}
+
+    # Gates 1-4, per candidate; inlined because this loop sees every candidate.
+    for rank, c in enumerate(cands):
+        if c.required_permission not in granted:
+            reason, name, value = "permission_denied", "required_permission", c.required_permission
+        elif c.trust not in allowed:
+            reason, name, value = "trust_denied", "trust", c.trust
+        elif c.effective_from > as_of:
+            reason, name, value = "not_yet_effective", "effective_from", c.effective_from
+        elif c.expires_on is not None and as_of >= c.expires_on:
+            reason, name, value = "expired", "expires_on", c.expires_on
+        else:
+            passed.append(rank)
+            continue
+        shared = details[reason]
+        detail = shared.get(value)
+        if detail is None:
+            detail = shared[value] = MappingProxyType({name: value})
+        ev = slots[rank] = _new_tuple(Eviction, (c, reason, detail))
+        if c.required:
+            failed_required.append(ev)
+
+    if failed_required:
+        _raise_required_failure(failed_required, [cands[r] for r in passed], request.supersede)
+
+    # Gate 5: among versions of one id, the newest effective_from wins. Versions of
+    # one id are adjacent in canonical order.
+    if request.supersede:
+        survivors: list[int] = []
+        by_detail = details["superseded"]
+        i = 0
+        n_passed = len(passed)
+        while i < n_passed:
+            j = i + 1
+            chunk_id = cands[passed[i]].id
+            while j < n_passed and cands[passed[j]].id == chunk_id:
+                j += 1
+            if j - i == 1:
+                survivors.append(passed[i])
+            else:
+                group = passed[i:j]
+                winner = max(group, key=lambda r: _version_rank(cands[r]))
+                survivors.append(winner)
+                detail = by_detail[chunk_id] = MappingProxyType({"by": _ref(cands[winner])})
+                for r in group:
+                    if r != winner:
+                        slots[r] = _new_tuple(Eviction, (cands[r], "superseded", detail))
+            i = j
+        passed = survivors
+
+    # Gate 6: per dedupe_key, the first by preference is kept. Most groups hold one
+    # candidate: preference keys are computed only for groups with rivals.
+    preference = order.preference
+    if preference is default_preference:
+        key_of: Callable[[Candidate], Any] = default_preference  # already total
+    else:
+
+        def key_of(c: Candidate) -> Any:
+            return (preference(c), c.id, c.source_version, c.record_digest)
+
+    kept: dict[str, int] = {}
+    rivals: list[int] = []
+    for r in passed:
+        if kept.setdefault(cands[r].dedupe_key, r) != r:
+            rivals.append(r)
+    if rivals:
+        contested: dict[str, list[int]] = {}
+        for r in rivals:
+            dedupe_key = cands[r].dedupe_key
+            if dedupe_key not in contested:
+                contested[dedupe_key] = [kept[dedupe_key]]
+            contested[dedupe_key].append(r)
+        beaten: list[int] = []
+        kept_detail = details["duplicate"]
+        for dedupe_key, group in contested.items():
+            group.sort(key=lambda r: key_of(cands[r]))
+            kept[dedupe_key] = group[0]
+            kept_detail[dedupe_key] = MappingProxyType({"kept": _ref(cands[group[0]])})
+            beaten.extend(group[1:])
+        required_beaten = [cands[r] for r in beaten if cands[r].required]
+        if required_beaten:
+            # Ingest refuses dedupe groups holding a required chunk; a caller that
+            # passes one anyway gets a failed build, never a silent drop.
+            first = min(required_beaten, key=_identity)
+            raise RequiredChunkError(first.id, "duplicate")
+        for r in beaten:
+            c = cands[r]
+            slots[r] = _new_tuple(Eviction, (c, "duplicate", kept_detail[c.dedupe_key]))
+
+    # Gate 7: required first, all or nothing; then optional in preference order.
+    budget = request.budget
+    admitted: list[Candidate] = []
+    optional: list[int] = []
+    needed = 0
+    for r in kept.values():
+        c = cands[r]
+        if c.required:
+            admitted.append(c)
+            needed += c.tokens
+        else:
+            optional.append(r)
+    if needed > budget:
+        raise RequiredOverBudgetError(needed, budget)
+    remaining = budget - needed
+    optional.sort(key=lambda r: key_of(cands[r]))
+    budget_details: dict[tuple[int, int], MappingProxyType[str, Any]] = {}
+    for r in optional:
+        c = cands[r]
+        tokens = c.tokens
+        if tokens <= remaining:
+            admitted.append(c)
+            remaining -= tokens
+        else:
+            detail = budget_details.get((tokens, remaining))
+            if detail is None:
+                detail = budget_details[tokens, remaining] = MappingProxyType(
+                    {"needed": tokens, "remaining": remaining}
+                )
+            slots[r] = _new_tuple(Eviction, (c, "budget", detail))
+
+    output = order.output
+    if output is default_output:
+        admitted.sort(key=default_output)  # already total
+    else:
+        admitted.sort(key=lambda c: (output(c), c.id, c.source_version, c.record_digest))
+    evicted = tuple([e for e in slots if e is not None])
+    return Context(items=tuple(admitted), evicted=evicted, budget=budget)
+
+
+def _raise_required_failure(
+    failed: list[Eviction], passed: list[Candidate], supersede: bool
+) -> None:
+    """Fail the build for the lowest failing required chunk id, if any fails."""
+    if not supersede:
+        first = min(failed, key=lambda e: _identity(e.candidate))
+        raise RequiredChunkError(first.candidate.id, first.reason)
+    # Ledger: decided per chunk id. An id fails only when none of its versions
+    # passed gates 1-4; the reason is that of its newest required version.
+    passing_ids = {c.id for c in passed}
+    newest: dict[str, Eviction] = {}
+    for e in failed:
+        c = e.candidate
+        if c.id in passing_ids:
+            continue
+        best = newest.get(c.id)
+        if best is None or _version_rank(c) > _version_rank(best.candidate):
+            newest[c.id] = e
+    if newest:
+        chunk_id = min(newest)
+        raise RequiredChunkError(chunk_id, newest[chunk_id].reason)
+
+
+# --------------------------------------------------------------------------
+# Admission hints: the smallest change that would have admitted an eviction.
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """Steps that admit an evicted candidate, found by re-running `select`.
+
+    Each step is a dict with a "kind": `grant` {permission}, `allow_trust`
+    {trust}, `as_of` {as_of}, `budget` {budget, extra, displaced_by},
+    `superseded_by` {by, as_of?}, `outranked_by` {kept}. `admits` is True only when
+    a re-run with every step applied admitted the target.
+    """
+
+    target: dict[str, Any]
+    steps: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    admits: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON: `{"target", "steps", "admits"}`."""
+        return {
+            "target": dict(self.target),
+            "steps": [_plain(step) for step in self.steps],
+            "admits": self.admits,
+        }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (dict, MappingProxyType)):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _day_before(day: str) -> str:
+    return (date.fromisoformat(day) - timedelta(days=1)).isoformat()
+
+
+def _run(candidates: list[Candidate], request: Request, order: Order) -> Context | None:
+    try:
+        return select(candidates, request, order)
+    except (RequiredChunkError, RequiredOverBudgetError, ContextOverBudgetError):
+        return None
+
+
+def admission_hint(
+    candidates: Iterable[Candidate],
+    request: Request,
+    target_record_digest: str,
+    order: Order = DEFAULT_ORDER,
+) -> Hint:
+    """The smallest change to `request` that would have admitted one candidate.
+
+    Computed, not guessed: fix the gate the target failed (grant its permission,
+    allow its trust, move as_of to its effective_from or to the day before it
+    expires, raise the budget by the deficit), re-run `select`, and go on with the
+    next gate it fails. For `superseded` and `duplicate` the step names the version
+    or chunk that won (and, for superseded, an as_of before the winner's
+    effective_from when that admits the target). A required-chunk failure in a
+    re-run counts as not admitted.
+    """
+    pool = list(candidates)
+    target = next((c for c in pool if c.record_digest == target_record_digest), None)
+    if target is None:
+        raise InputError(f"no candidate has record digest {target_record_digest!r}")
+    steps: list[dict[str, Any]] = []
+    current = request
+    # Each fix removes one cause; the gates are few, budgets converge, so the loop
+    # is bounded by the number of candidates (every budget round admits one more).
+    for _round in range(len(pool) + 8):
+        context = _run(pool, current, order)
+        if context is None:
+            return Hint(target.ref(), tuple(steps), False)
+        if any(c.record_digest == target_record_digest for c in context.items):
+            return Hint(target.ref(), tuple(steps), True)
+        eviction = next(
+            e for e in context.evicted if e.candidate.record_digest == target_record_digest
+        )
+        step, changed = _fix(eviction, current, context, order, target)
+        if step is None:
+            return Hint(target.ref(), tuple(steps), False)
+        if steps and steps[-1]["kind"] == "budget" and step["kind"] == "budget":
+            # One budget step: the final budget and everything displaced on the way.
+            previous = steps.pop()
+            step["extra"] = step["budget"] - (previous["budget"] - previous["extra"])
+            step["displaced_by"] = _merge_refs(previous["displaced_by"], step["displaced_by"])
+        steps.append(step)
+        if changed is None:
+            return Hint(target.ref(), tuple(steps), False)
+        current = changed
+    return Hint(target.ref(), tuple(steps), False)
+
+
+def _merge_refs(a: list[dict[str, str]], b: list[dict[str, str]]) -> list[dict[str, str]]:
+    seen = {(r["id"], r["source_version"]) for r in a}
+    return a + [r for r in b if (r["id"], r["source_version"]) not in seen]
+
+
+def _fix(
+    eviction: Eviction,
+    request: Request,
+    context: Context,
+    order: Order,
+    target: Candidate,
+) -> tuple[dict[str, Any] | None, Request | None]:
+    """The step for the gate the target failed, and the request with it applied.
+
+    The request is None when no change of request can get past that gate.
+    """
+    reason = eviction.reason
+    detail = eviction.detail
+    step: dict[str, Any]
+    if reason == "permission_denied":
+        permission = detail["required_permission"]
+        step = {"kind": "grant", "permission": permission}
+        return step, replace(request, granted=request.granted | {permission})
+    if reason == "trust_denied":
+        trust = detail["trust"]
+        step = {"kind": "allow_trust", "trust": trust}
+        return step, replace(request, allowed_trust=request.allowed_trust | {trust})
+    if reason == "not_yet_effective":
+        day = detail["effective_from"]
+        return {"kind": "as_of", "as_of": day}, replace(request, as_of=day)
+    if reason == "expired":
+        day = _day_before(detail["expires_on"])
+        if day < target.effective_from:
+            return None, None
+        return {"kind": "as_of", "as_of": day}, replace(request, as_of=day)
+    if reason == "superseded":
+        by = dict(detail["by"])
+        step = {"kind": "superseded_by", "by": by}
+        winner_from = next(
+            c.effective_from
+            for c in context.items + tuple(e.candidate for e in context.evicted)
+            if c.record_digest == by["record_digest"]
+        )
+        if target.effective_from < winner_from:
+            day = _day_before(winner_from)
+            step["as_of"] = day
+            return step, replace(request, as_of=day)
+        return step, None
+    if reason == "duplicate":
+        return {"kind": "outranked_by", "kept": dict(detail["kept"])}, None
+    if reason == "budget":
+        extra = detail["needed"] - detail["remaining"]
+        new_budget = request.budget + extra
+        preference = order.preference
+        target_key = (preference(target), *_identity(target))
+        ahead = sorted(
+            (
+                c
+                for c in context.items
+                if not c.required and (preference(c), *_identity(c)) < target_key
+            ),
+            key=lambda c: (preference(c), *_identity(c)),
+        )
+        step = {
+            "kind": "budget",
+            "budget": new_budget,
+            "extra": extra,
+            "displaced_by": [{"id": c.id, "source_version": c.source_version} for c in ahead],
+        }
+        return step, replace(request, budget=new_budget)
+    raise ValueError(f"unknown eviction reason {reason!r}")

@@ -1,0 +1,1 @@
+"""Pure-core tests: selector, records, strict JSON, `ledger pack` and `ledger select`."""

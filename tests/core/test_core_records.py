@@ -1,0 +1,201 @@
+"""Chunk records in ledger mode: what is stored, digests, dedupe groups over versions."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any
+
+import pytest
+import rfc8785
+
+from ledger.errors import InputError
+from ledger.records import (
+    FIELDS,
+    SECTIONS,
+    TRUST_LABELS,
+    ChunkRecord,
+    RecordError,
+    check_dedupe_groups,
+    validate_chunk,
+)
+
+
+def raw(**overrides: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": "refund-faq",
+        "section": "evidence",
+        "source_uri": "public://faq/refund",
+        "source_version": "2026-06",
+        "effective_from": "2026-06-01",
+        "expires_on": None,
+        "required_permission": "public-read",
+        "trust": "approved-source",
+        "dedupe_key": "refund-faq",
+        "estimated_tokens": 34,
+        "priority": 60,
+        "required": False,
+        "content": "Customer-facing explanation.",
+    }
+    record.update(overrides)
+    return record
+
+
+def test_constants() -> None:
+    assert len(FIELDS) == 13 and set(FIELDS) == set(raw())
+    assert SECTIONS == ("policy", "state", "evidence", "current-input")
+    assert TRUST_LABELS == (
+        "application-policy",
+        "confirmed-state",
+        "approved-source",
+        "user-input",
+        "unverified",
+    )
+    assert [f.name for f in dataclasses.fields(ChunkRecord)] == list(FIELDS)
+
+
+def test_ledger_mode_keeps_content_exactly_and_strips_the_rest() -> None:
+    record = validate_chunk(
+        raw(
+            content="  body with edges \n",
+            source_version=" 7 ",
+            id=" refund-faq",
+            trust="approved-source ",
+        )
+    )
+    assert record.content == "  body with edges \n"
+    assert (record.source_version, record.id, record.trust) == (
+        "7",
+        "refund-faq",
+        "approved-source",
+    )
+    assert record.content_digest == hashlib.sha256(b"  body with edges \n").hexdigest()
+
+
+def test_fixture_mode_strips_content() -> None:
+    record = validate_chunk(raw(content="  body \n"), max_content=10_000, strip_content=True)
+    assert record.content == "body"
+
+
+def test_content_limits_apply_to_the_stripped_text() -> None:
+    validate_chunk(raw(content=" " + "x" * 1_000_000 + " "))
+    with pytest.raises(RecordError, match="content exceeds 1000000 characters"):
+        validate_chunk(raw(content="x" * 1_000_001))
+    with pytest.raises(RecordError, match="content exceeds 10 characters"):
+        validate_chunk(raw(content="x" * 11), max_content=10)
+
+
+def test_record_digest_is_sha256_of_rfc8785_json() -> None:
+    record = validate_chunk(raw(content='é \u2028 \x00 quotes " and \\'))
+    expected = hashlib.sha256(rfc8785.dumps(record.to_json())).hexdigest()
+    assert record.record_digest == expected
+    assert list(record.to_json()) == list(FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "rule"),
+    [
+        ({"estimated_tokens": True}, "estimated_tokens", "must be an integer"),
+        ({"estimated_tokens": 3.0}, "estimated_tokens", "must be an integer"),
+        ({"priority": 1e2}, "priority", "must be an integer"),
+        ({"priority": 101}, "priority", "must be between 0 and 100"),
+        ({"required": None}, "required", "must be a boolean"),
+        ({"effective_from": "2026-7-1"}, "effective_from", "must use YYYY-MM-DD"),
+        ({"effective_from": "2026-07-01T00:00"}, "effective_from", "must use YYYY-MM-DD"),
+        ({"expires_on": "2027-01-01Z"}, "expires_on", "must use YYYY-MM-DD"),
+        ({"expires_on": "2026-06-01"}, "expires_on", "must be later than effective_from"),
+        ({"source_uri": "relative/path"}, "source_uri", "must be an absolute URI"),
+        ({"section": "notes"}, "section", "is unsupported: 'notes'"),
+        ({"trust": "gossip"}, "trust", "is unsupported: 'gossip'"),
+        ({"content": "   "}, "content", "must be a non-blank string"),
+        ({"content": "a\ud800b"}, "content", "must not contain a lone surrogate"),
+        ({"id": 12}, "id", "must be a non-blank string"),
+    ],
+)
+def test_record_error_names_field_and_rule(
+    overrides: dict[str, Any], field: str, rule: str
+) -> None:
+    with pytest.raises(RecordError) as caught:
+        validate_chunk(raw(**overrides))
+    error = caught.value
+    assert (error.field, error.rule) == (field, rule)
+    assert str(error) == f"{field} {rule}"
+    assert error.located("chunks.jsonl:7") == f"chunks.jsonl:7.{field} {rule}"
+    assert isinstance(error, InputError)
+
+
+def test_invalid_fields_names_missing_and_unknown() -> None:
+    record = raw(body="x")
+    del record["content"]
+    with pytest.raises(RecordError) as caught:
+        validate_chunk(record)
+    assert caught.value.field is None
+    assert str(caught.value) == "chunk has invalid fields: missing=['content'], unknown=['body']"
+    with pytest.raises(RecordError, match="must be a JSON object"):
+        validate_chunk(["not", "an", "object"])
+
+
+def record(**overrides: Any) -> ChunkRecord:
+    return validate_chunk(raw(**overrides))
+
+
+def test_dedupe_groups_count_distinct_ids() -> None:
+    # Versions of one id are not each other's duplicates, even when they differ.
+    check_dedupe_groups(
+        [
+            record(source_version="1", required=True),
+            record(source_version="2", trust="unverified"),
+        ]
+    )
+
+
+def test_required_chunks_cannot_share_a_dedupe_key() -> None:
+    with pytest.raises(RecordError) as caught:
+        check_dedupe_groups(
+            [
+                record(id="faq-a", dedupe_key="faq"),
+                record(id="faq-b", dedupe_key="faq", source_version="2", required=True),
+            ]
+        )
+    message = str(caught.value)
+    assert message.startswith("required chunks cannot share a dedupe_key: 'faq'")
+    assert "'faq-a'" in message and "'faq-b'" in message
+    assert caught.value.rule == "required chunks cannot share a dedupe_key"
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value"),
+    [("section", "state"), ("required_permission", "staff-read"), ("trust", "unverified")],
+)
+def test_dedupe_group_crossing_boundaries(attribute: str, value: str) -> None:
+    with pytest.raises(RecordError) as caught:
+        check_dedupe_groups(
+            [
+                record(id="faq-a", dedupe_key="faq"),
+                record(id="faq-b", dedupe_key="faq", **{attribute: value}),
+            ]
+        )
+    assert str(caught.value).startswith(f"dedupe_key 'faq' crosses {attribute} boundaries")
+
+
+def test_a_version_that_crosses_the_boundary_breaks_the_group() -> None:
+    with pytest.raises(RecordError, match="crosses trust boundaries"):
+        check_dedupe_groups(
+            [
+                record(id="faq-a", dedupe_key="faq"),
+                record(id="faq-b", dedupe_key="faq"),
+                record(id="faq-b", dedupe_key="faq", source_version="3", trust="unverified"),
+            ]
+        )
+
+
+def test_lowest_dedupe_key_reported_first() -> None:
+    with pytest.raises(RecordError, match="dedupe_key 'aa-key' crosses trust"):
+        check_dedupe_groups(
+            [
+                record(id="z-one", dedupe_key="zz-key"),
+                record(id="z-two", dedupe_key="zz-key", trust="unverified"),
+                record(id="a-one", dedupe_key="aa-key"),
+                record(id="a-two", dedupe_key="aa-key", trust="unverified"),
+            ]
+        )
