@@ -43,8 +43,17 @@ def build_command(
     from ledger.packs import pack_json
 
     if batch is not None:
-        if as_of is not None or ledger_at is not None:
-            raise click.UsageError("--batch takes subject, as_of and budget from its lines; drop --as-of/--ledger-at")
+        ctx = click.get_current_context()
+        given = [
+            flag for flag, name in (("--as-of", "as_of"), ("--ledger-at", "ledger_at"),
+                                    ("--subject", "subject"), ("--budget", "budget"))
+            if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+        ]
+        if given:
+            # Silently ignoring them would build other packs than the user asked for.
+            raise click.UsageError(
+                f"--batch takes subject, as_of and budget from its lines; drop {'/'.join(given)}"
+            )
         _run_batch(settings, batch, counter, keep_going, as_json)
         return
     if keep_going:

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, insert, select
 from ledger.canonical import canonical_json, digest_value
 from ledger.chain import reserve_entry, seal_entry
 from ledger.db import write_transaction
-from ledger.errors import InputError, RefusedError
+from ledger.errors import InputError, IntegrityError, RefusedError
 from ledger.models import Grant, PolicyVersion
 from ledger.records import TRUST_LABELS
 
@@ -122,20 +122,33 @@ def change_grants(engine: Engine, subject: str, permissions: list[str], action: 
     return seq, changed
 
 
+def _trust_list(text: str, entry_seq: int) -> list[str]:
+    """A stored allowed-trust list; anything else only comes from an altered database."""
+    try:
+        labels = json.loads(text)
+    except (TypeError, ValueError):
+        labels = None
+    if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+        raise IntegrityError(
+            f"the policy of entry {entry_seq} is not readable; the database was altered: run `ledger verify`"
+        )
+    return labels
+
+
 def policy_at(conn: Connection, mark: int | None = None) -> Policy | None:
     """The policy in force at ledger time `mark` (default: now), or None if never set."""
-    query = select(policies.c.allowed_trust, policies.c.budget)
+    query = select(policies.c.entry_seq, policies.c.allowed_trust, policies.c.budget)
     if mark is not None:
         query = query.where(policies.c.entry_seq <= mark)
     row = conn.execute(query.order_by(policies.c.entry_seq.desc()).limit(1)).first()
     if row is None:
         return None
-    return Policy(tuple(json.loads(row.allowed_trust)), row.budget)
+    return Policy(tuple(_trust_list(row.allowed_trust, row.entry_seq)), row.budget)
 
 
 def policy_history(conn: Connection) -> list[dict[str, Any]]:
     return [
-        {"entry": r.entry_seq, "allowed_trust": json.loads(r.allowed_trust), "budget": r.budget}
+        {"entry": r.entry_seq, "allowed_trust": _trust_list(r.allowed_trust, r.entry_seq), "budget": r.budget}
         for r in conn.execute(select(policies).order_by(policies.c.entry_seq))
     ]
 

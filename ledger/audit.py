@@ -34,10 +34,10 @@ from ledger.build import (
 )
 from ledger.canonical import content_digest
 from ledger.chain import GENESIS, KINDS, Head, entry_hash, read_head
-from ledger.errors import InputError, NotFoundError
+from ledger.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.ingest import ingest_payload_digest, record_from_row
 from ledger.models import Batch, ChunkVersion, Decision, Entry, Grant, Pack, PolicyVersion
-from ledger.packs import detail_of, pack_header
+from ledger.packs import detail_of, pack_header, reason_of, snapshot_of
 from ledger.select import Request, admission_hint
 from ledger.tokens import ESTIMATED, counter_id
 
@@ -68,7 +68,12 @@ def resolve_ref(conn: Connection, ref: str) -> list[Any]:
     if not _HEX.match(low):
         raise NotFoundError(f"no chunk id or digest matches {ref!r}; `ledger chunks` lists them")
     if len(low) < 8:
-        raise InputError(f"REF {ref!r}: give a chunk id or at least 8 hex characters of a digest")
+        # Short hex is also a well-formed chunk id ("cafe"): a REF that matches no
+        # chunk version exits 3 (SPEC), whatever it looks like.
+        raise NotFoundError(
+            f"no chunk id matches {ref!r}, and a digest prefix needs at least 8 hex characters; "
+            "`ledger chunks` lists them"
+        )
     if len(low) == 64:
         cond = or_(c.record_digest == low, c.content_digest == low)
     else:
@@ -82,7 +87,7 @@ def resolve_ref(conn: Connection, ref: str) -> list[Any]:
         raise NotFoundError(f"no chunk version has a digest starting with {low}")
     digests = {r.record_digest for r in rows if r.record_digest.startswith(low)}
     digests |= {r.content_digest for r in rows if r.content_digest.startswith(low)}
-    if len(digests) > 1:
+    if len(digests) > 1 and len({r.vid for r in rows}) > 1:
         listing = "; ".join(
             f"{r.chunk_id}@{r.source_version} (record {r.record_digest[:16]}, content {r.content_digest[:16]})"
             for r in rows[:10]
@@ -92,13 +97,22 @@ def resolve_ref(conn: Connection, ref: str) -> list[Any]:
 
 
 def inputs_of(head: Any) -> Inputs:
-    """A recorded pack's inputs, from its snapshots."""
-    pol = json.loads(head.policy)
+    """A recorded pack's inputs, from its snapshots (IntegrityError if unreadable)."""
+    pol = snapshot_of(head.policy, "policy", head.pack_no)
+    grants_list = snapshot_of(head.grants, "grants", head.pack_no)
+    try:
+        policy = Policy(tuple(pol["allowed_trust"]), pol["budget"])
+        grants_tuple = tuple(grants_list)
+    except (KeyError, TypeError):
+        raise IntegrityError(
+            f"pack {head.pack_no}: its recorded grants or policy do not have the recorded shape; "
+            "the database was altered: run `ledger verify`"
+        ) from None
     return Inputs(
         as_of=head.as_of,
         subject=head.subject,
-        grants=tuple(json.loads(head.grants)),
-        policy=Policy(tuple(pol["allowed_trust"]), pol["budget"]),
+        grants=grants_tuple,
+        policy=policy,
         budget=head.budget,
         counter=head.counter,
         mark=head.ledger_mark,
@@ -160,7 +174,7 @@ def why_evicted(
         items = []
         hinted = False
         for d in conn.execute(q):
-            reason = None if d.status == 0 else REASON_NAMES[d.status]
+            reason = reason_of(d.status, d.pack_no)
             item: dict[str, Any] = {
                 "pack": d.pack_no,
                 "pack_digest": d.pack_digest,
@@ -289,77 +303,116 @@ class _State:
     source_version: str | None
     reason: str | None
     vid: int | None
+    ref_vid: int | None = None  # the superseding or kept version
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "source_version": self.source_version, "reason": self.reason}
 
 
 ABSENT = _State("absent", None, None, None)
+# Gate order (SPEC "Selection"); admitted passes every gate.
+_GATE = {name: code for name, code in REASON_CODES.items()}
+_ADMITTED_GATE = max(_GATE.values()) + 1
+# The cause of a difference at gates 1-6; budget depends on the two budgets.
+_GATE_CAUSE = {
+    "permission_denied": "grant change",
+    "trust_denied": "policy change",
+    "not_yet_effective": "validity date",
+    "expired": "validity date",
+    "superseded": "new version",
+    "duplicate": "displaced by another chunk",
+}
 
 
-def _pack_states(conn: Connection, pack_no: int) -> dict[str, _State]:
-    """Per chunk id: its admitted version, else its newest considered version."""
+def _pack_decisions(conn: Connection, pack_no: int) -> tuple[dict[str, _State], dict[int, _State]]:
+    """Per chunk id: its admitted version, else its newest considered version; and
+    every decision of the pack by version id."""
     q = (
-        select(decisions.c.vid, decisions.c.status, versions.c.chunk_id, versions.c.source_version)
+        select(decisions.c.vid, decisions.c.status, decisions.c.ref_vid, versions.c.chunk_id,
+               versions.c.source_version)
         .select_from(decisions.join(versions, versions.c.vid == decisions.c.vid))
         .where(decisions.c.pack_no == pack_no)
     )
     best: dict[str, tuple[bool, int, _State]] = {}
-    for vid, status, cid, sv in conn.execute(q):
-        state = _State("admitted" if status == 0 else "evicted", sv, None if status == 0 else REASON_NAMES[status], vid)
+    by_vid: dict[int, _State] = {}
+    for vid, status, ref_vid, cid, sv in conn.execute(q):
+        state = _State(
+            "admitted" if status == 0 else "evicted", sv,
+            reason_of(status, pack_no), vid, ref_vid,
+        )
+        by_vid[vid] = state
         rank = (status == 0, vid)
         prev = best.get(cid)
         if prev is None or rank > prev[:2]:
             best[cid] = (status == 0, vid, state)
-    return {cid: s for cid, (_, _, s) in best.items()}
+    return {cid: s for cid, (_, _, s) in best.items()}, by_vid
 
 
-def _cause(a: _State, b: _State, ha: Any, hb: Any, a_vids: set[int] | None, conn: Connection) -> str:
+def _gate_cause(reason: str | None, ha: Any, hb: Any) -> str | None:
+    """The cause behind a gate that one side failed and the other passed."""
+    if reason is None or reason == "superseded":
+        return None
+    if reason == "budget":
+        return "budget change" if ha.budget != hb.budget else "displaced by another chunk"
+    return _GATE_CAUSE.get(reason)
+
+
+def _cause(a: _State, b: _State, ha: Any, hb: Any, da: dict[int, _State], db: dict[int, _State]) -> str:
+    """Why a chunk id's state differs between pack A (`da`: its decisions by version)
+    and pack B: the earliest gate that one side failed and the other passed.
+
+    permission_denied: grant change; trust_denied: policy change; not_yet_effective
+    or expired: validity date; superseded: what kept the winning version from
+    winning on the other side (new version when it was not there); duplicate:
+    displaced by another chunk; budget: budget change when the budget moved the
+    way the chunk did, else displaced by another chunk. Another version on each
+    side: new version when A did not consider B's version, else the gate that kept
+    it out. Absent on one side: new / removed candidate.
+    """
     if a.status == "absent":
         return "new candidate"
     if b.status == "absent":
         return "removed candidate"
     if a.source_version != b.source_version:
-        newer_b = (b.vid or 0) > (a.vid or 0)
-        if newer_b and b.vid not in _vids(conn, ha.pack_no, a_vids):
+        # B shows another version than A: why was B's version not A's choice, or
+        # why did A's version lose in B?
+        if b.vid not in da:
             return "new version"
+        if a.vid not in db:
+            return "removed candidate"
+        for reason in (da[b.vid].reason, db[a.vid].reason):
+            cause = _gate_cause(reason, ha, hb) if reason in _GATE_CAUSE else None
+            if cause is not None:
+                return cause
         return "validity date" if ha.as_of != hb.as_of else "new version"
-    reason = b.reason if b.status == "evicted" else a.reason
-    if reason == "permission_denied":
-        return "grant change"
-    if reason == "trust_denied":
-        return "policy change"
-    if reason in ("not_yet_effective", "expired"):
-        return "validity date"
+    reason = min((r for r in (a.reason, b.reason) if r is not None), key=lambda r: _GATE.get(r, 0))
     if reason == "superseded":
-        return "new version"
-    if reason == "duplicate":
-        return "displaced by another chunk"
+        # Superseded on one side only: why did the winning version not win on the other?
+        lost, other = (a, db) if a.reason == "superseded" else (b, da)
+        if lost.ref_vid not in other:
+            # The winner is missing from the other pack's ledger view.
+            return "removed candidate" if lost is a else "new version"
+        return _gate_cause(other[lost.ref_vid].reason, ha, hb) or "new version"
     if reason == "budget":
-        return "budget change" if ha.budget != hb.budget else "displaced by another chunk"
-    return "displaced by another chunk"
-
-
-def _vids(conn: Connection, pack_no: int, cache: set[int] | None) -> set[int]:
-    if cache is not None:
-        return cache
-    return {v for (v,) in conn.execute(select(decisions.c.vid).where(decisions.c.pack_no == pack_no))}
+        # Budget moved the way the chunk did (more budget: in; less: out), or
+        # other chunks took or left the room under it.
+        if a.status == "admitted":
+            return "budget change" if hb.budget < ha.budget else "displaced by another chunk"
+        if b.status == "admitted":
+            return "budget change" if hb.budget > ha.budget else "displaced by another chunk"
+    return _gate_cause(reason, ha, hb) or "displaced by another chunk"
 
 
 def diff(conn: Connection, a: int, b: int) -> dict[str, Any]:
     """SPEC's `diff --json`: only what differs, each change with its cause."""
     ha, hb = pack_header(conn, a), pack_header(conn, b)
-    sa, sb = _pack_states(conn, a), _pack_states(conn, b)
-    a_vids = {s.vid for s in sa.values() if s.vid is not None}
-    a_all: set[int] | None = None
+    (sa, da), (sb, db) = _pack_decisions(conn, a), _pack_decisions(conn, b)
     changes = []
     for cid in sorted(set(sa) | set(sb)):
         x, y = sa.get(cid, ABSENT), sb.get(cid, ABSENT)
         if (x.status, x.source_version, x.reason) == (y.status, y.source_version, y.reason):
             continue
-        if a_all is None and x.status != "absent" and y.status != "absent" and x.source_version != y.source_version:
-            a_all = _vids(conn, a, None)
-        changes.append({"id": cid, "from": x.to_json(), "to": y.to_json(), "cause": _cause(x, y, ha, hb, a_all or a_vids, conn)})
+        changes.append({"id": cid, "from": x.to_json(), "to": y.to_json(), "cause": _cause(x, y, ha, hb, da, db)})
     return {
         "from": a,
         "to": b,
@@ -395,7 +448,12 @@ class _Problems:
         self.found: dict[int, tuple[str, str]] = {}
 
     def add(self, seq: int, kind: str, why: str) -> None:
-        self.found.setdefault(seq, (kind, why))
+        known = self.found.get(seq)
+        if known is None:
+            self.found[seq] = (kind, why)
+        elif known[0] == "?" and kind != "?":
+            # A deleted entry's kind is learnt from the records that reference it.
+            self.found[seq] = (kind, known[1])
 
     def first(self) -> dict[str, Any] | None:
         if not self.found:
@@ -442,6 +500,17 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
             break
         check_payload(b.seq, "ingest", ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count),
                       f"ingest batch {b.seq}")
+    # Versions under an entry that is not an ingest batch: rows slipped in beside
+    # the batches would otherwise become candidates of every later build.
+    orphans = conn.execute(
+        select(versions.c.batch_seq, versions.c.chunk_id, versions.c.source_version)
+        .where(versions.c.batch_seq.not_in(select(batches.c.seq)))
+        .order_by(versions.c.batch_seq, versions.c.vid)
+    ).all()
+    for o in orphans:
+        problems.add(o.batch_seq, kinds.get(o.batch_seq, "?"),
+                     f"chunk {o.chunk_id}@{o.source_version} references entry {o.batch_seq}, "
+                     "which is not an ingest batch")
     # Grants and revokes.
     by_entry: dict[int, list[Any]] = {}
     for g in conn.execute(select(grants).order_by(grants.c.entry_seq, grants.c.id)):
@@ -457,7 +526,11 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
                       f"{action} of entry {seq}")
     # Policies.
     for p in conn.execute(select(policies).order_by(policies.c.entry_seq)):
-        pol = Policy(tuple(json.loads(p.allowed_trust)), p.budget)
+        try:
+            pol = Policy(tuple(json.loads(p.allowed_trust)), p.budget)
+        except (TypeError, ValueError):
+            problems.add(p.entry_seq, "policy", f"policy of entry {p.entry_seq}: allowed trust is not a JSON list")
+            continue
         check_payload(p.entry_seq, "policy", policy_payload(pol), f"policy of entry {p.entry_seq}")
     # Packs and every decision.
     n_decisions = 0
@@ -501,8 +574,11 @@ def parse_checkpoint(text: str) -> tuple[int, str]:
 
 def _bad_versions(conn: Connection, seq: int) -> Iterator[str]:
     """Versions of a batch whose stored digests do not match their fields."""
-    result = conn.execution_options(yield_per=5000).execute(
-        select(versions).where(versions.c.batch_seq == seq).order_by(versions.c.vid)
+    result = conn.execute(
+        select(versions)
+        .where(versions.c.batch_seq == seq)
+        .order_by(versions.c.vid)
+        .execution_options(yield_per=5000)
     )
     for row in result:
         if content_digest(row.content) != row.content_digest:
@@ -523,7 +599,10 @@ def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
     from ledger.packs import decision_rows
 
     rows = decision_rows(conn, head.pack_no)
-    inputs = inputs_of(head)
+    try:
+        inputs = inputs_of(head)
+    except IntegrityError:
+        return "its recorded grants or policy snapshot is not readable", len(rows)
     if len(rows) != head.candidate_count:
         return f"{len(rows)} decision rows, the pack records {head.candidate_count} candidates", len(rows)
     admitted = sorted((r for r in rows if r.status == 0), key=lambda r: r.position if r.position is not None else -1)
@@ -581,7 +660,13 @@ class ReplayResult:
 
 
 def replay(conn: Connection, pack_no: int) -> ReplayResult:
-    """Rebuild a pack from the ledger as it stood at its mark; compare digests."""
+    """Rebuild a pack from the ledger as it stood at its mark; compare it with the record.
+
+    Identical means the rebuild's pack digest equals the recorded one AND every
+    recorded decision row (status, reason, detail, tokens, position) and figure
+    equals the rebuild's: the pack digest is stored beside the rows, so a changed
+    row would otherwise replay as "identical".
+    """
     head = pack_header(conn, pack_no)
     inputs = inputs_of(head)
     if inputs.counter != ESTIMATED:
@@ -590,25 +675,22 @@ def replay(conn: Connection, pack_no: int) -> ReplayResult:
         if now != inputs.counter:
             return ReplayResult(pack_no, False, head.pack_digest, "",
                                 f"the pack was costed with {inputs.counter}; this installation has {now}")
-    candidates, _ = load_candidates(conn, inputs.mark, ESTIMATED)
+    candidates, vid_of = load_candidates(conn, inputs.mark, ESTIMATED)
     if inputs.counter != ESTIMATED:
         # Recount rather than trust the cache: replay must not inherit a bad count.
-        candidates = _recount(conn, candidates, inputs.counter)
+        candidates = _recount(conn, candidates, vid_of, inputs.counter)
     try:
         ctx = decide(inputs, candidates)
-    except Exception as exc:  # a required chunk now failing: a difference, not a crash
-        from ledger.errors import LedgerError
-
-        if not isinstance(exc, LedgerError):
-            raise
+    except LedgerError as exc:  # a required chunk now failing: a difference, not a crash
         return ReplayResult(pack_no, False, head.pack_digest, "", f"the rebuild failed: {exc}")
     ind, pd = context_digests(inputs, candidates, ctx)
-    if pd == head.pack_digest:
-        return ReplayResult(pack_no, True, head.pack_digest, pd, None)
-    return ReplayResult(pack_no, False, head.pack_digest, pd, _first_difference(conn, head, ind, candidates, ctx))
+    difference = _first_difference(conn, head, ind, candidates, ctx)
+    if difference is None and pd != head.pack_digest:
+        difference = "the recorded pack digest does not match the rebuild's"
+    return ReplayResult(pack_no, difference is None, head.pack_digest, pd, difference)
 
 
-def _recount(conn: Connection, candidates: list[Any], counter: str) -> list[Any]:
+def _recount(conn: Connection, candidates: list[Any], vid_of: dict[str, int], counter: str) -> list[Any]:
     from dataclasses import replace
 
     from ledger.tokens import text_counter
@@ -617,12 +699,14 @@ def _recount(conn: Connection, candidates: list[Any], counter: str) -> list[Any]
     content = {
         r.vid: r.content
         for r in conn.execute(select(versions.c.vid, versions.c.content).where(
-            versions.c.vid.in_([c.ingest_rank for c in candidates])))
+            versions.c.vid.in_(list(vid_of.values()))))
     }
-    return [replace(c, tokens=count(content[c.ingest_rank])) for c in candidates]
+    return [replace(c, tokens=count(content[vid_of[c.record_digest]])) for c in candidates]
 
 
-def _first_difference(conn: Connection, head: Any, ind: str, candidates: list[Any], ctx: Any) -> str:
+def _first_difference(conn: Connection, head: Any, ind: str, candidates: list[Any], ctx: Any) -> str | None:
+    """The first way the recorded pack differs from the rebuild, or None."""
+    from ledger.context import thaw
     from ledger.packs import decision_rows
 
     rows = decision_rows(conn, head.pack_no)
@@ -638,21 +722,41 @@ def _first_difference(conn: Connection, head: Any, ind: str, candidates: list[An
         return f"candidate {c.id}@{c.source_version} is in the ledger at the pack's mark but was not recorded ({len(extra)} such)"
     if ind != head.input_digest:
         return "the inputs (grants, policy, budget, counter or selector) differ from the recorded ones"
-    replayed = {c.record_digest: ("admitted", None) for c in ctx.items}
-    replayed.update({e.candidate.record_digest: ("evicted", e.reason) for e in ctx.evicted})
+    replayed: dict[str, tuple[str, str | None, dict[str, Any] | None]] = {
+        c.record_digest: ("admitted", None, None) for c in ctx.items
+    }
+    replayed.update({e.candidate.record_digest: ("evicted", e.reason, thaw(e.detail)) for e in ctx.evicted})
     for r in sorted(rows, key=lambda r: (r.chunk_id, r.source_version)):
-        was = ("admitted", None) if r.status == 0 else ("evicted", REASON_NAMES[r.status])
-        got = replayed.get(r.record_digest)
-        if got != was:
-            return f"{r.chunk_id}@{r.source_version}: recorded {was[1] or was[0]}, replay gives {got[1] or got[0] if got else 'nothing'}"
+        name = f"{r.chunk_id}@{r.source_version}"
+        reason = REASON_NAMES.get(r.status)
+        if r.status != 0 and reason is None:
+            return f"{name}: recorded an unknown status {r.status}, replay gives {_said(replayed[r.record_digest])}"
+        was = ("admitted", None) if r.status == 0 else ("evicted", reason)
+        got = replayed[r.record_digest]
+        if got[:2] != was:
+            return f"{name}: recorded {was[1] or was[0]}, replay gives {_said(got)}"
         c = now[r.record_digest]
         if c.tokens != r.tokens:
-            return f"{r.chunk_id}@{r.source_version}: recorded {r.tokens} tokens, replay counts {c.tokens}"
-    order_now = [c.record_digest for c in ctx.items]
-    order_rec = [r.record_digest for r in sorted((r for r in rows if r.status == 0), key=lambda r: r.position)]
-    if order_now != order_rec:
+            return f"{name}: recorded {r.tokens} tokens, replay counts {c.tokens}"
+        if reason is not None:
+            detail = detail_of(reason, r)
+            if detail != got[2]:
+                return f"{name}: recorded {reason} detail {json.dumps(detail, sort_keys=True)}, replay gives {json.dumps(got[2], sort_keys=True)}"
+    admitted_rows = [r for r in rows if r.status == 0]
+    if sorted(-1 if r.position is None else r.position for r in admitted_rows) != list(range(len(admitted_rows))):
+        return "the recorded admitted positions are not 0..n-1"
+    order_rec = [r.record_digest for r in sorted(admitted_rows, key=lambda r: r.position)]
+    if [c.record_digest for c in ctx.items] != order_rec:
         return "the admitted output order differs"
-    return "the decision details differ"
+    if head.used != ctx.admitted_tokens():
+        return f"the pack records used {head.used}, the rebuild admits {ctx.admitted_tokens()} tokens"
+    if head.candidate_count != len(candidates):
+        return f"the pack records {head.candidate_count} candidates, the rebuild has {len(candidates)}"
+    return None
+
+
+def _said(state: tuple[str, str | None, Any]) -> str:
+    return state[1] or state[0]
 
 
 __all__ = ["REASON_CODES", "diff", "replay", "verify", "why_evicted"]

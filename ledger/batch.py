@@ -47,11 +47,13 @@ def run_batch(
                 if not raw.strip():
                     raise InputError("blank line")
                 spec = parse_batch_line(raw, where)
+                # Reading the inputs and costing the candidates write nothing but the
+                # token-count cache, which stays valid even if this line fails.
+                inputs = resolve_inputs(conn, spec["as_of"], spec["subject"], spec["budget"], counter, mark)
+                if inputs.counter not in cache:
+                    cache[inputs.counter] = load_candidates(conn, mark, inputs.counter)
+                candidates, vid_of = cache[inputs.counter]
                 with conn.begin_nested() if keep_going else _null():
-                    inputs = resolve_inputs(conn, spec["as_of"], spec["subject"], spec["budget"], counter, mark)
-                    if inputs.counter not in cache:
-                        cache[inputs.counter] = load_candidates(conn, mark, inputs.counter)
-                    candidates, vid_of = cache[inputs.counter]
                     ctx = decide(inputs, candidates)
                     pack_no = record_pack(conn, inputs, candidates, ctx, vid_of)
                 result.packs.append(

@@ -88,6 +88,11 @@ def resolve_inputs(
     check_date(as_of)
     check_subject(subject)
     head = read_head(conn)
+    if head.seq == 0:
+        raise InputError(
+            "the ledger is empty: ingest chunks (`ledger ingest FILE`) and set a policy "
+            "(`ledger policy set --allow-trust LABEL --budget N`) first"
+        )
     if ledger_at is None:
         mark = head.seq
     else:
@@ -124,7 +129,7 @@ def load_candidates(conn: Connection, mark: int, counter: str) -> tuple[list[Can
     cols = [
         c.vid, c.chunk_id, c.source_version, c.section, c.effective_from, c.expires_on,
         c.required_permission, c.trust, c.dedupe_key, c.estimated_tokens, c.priority,
-        c.required, c.record_digest, c.content_digest,
+        c.required, c.record_digest, c.content_digest, c.batch_seq,
     ]
     rows = conn.execute(select(*cols).where(c.batch_seq <= mark)).all()
     if counter == ESTIMATED:
@@ -146,7 +151,10 @@ def load_candidates(conn: Connection, mark: int, counter: str) -> tuple[list[Can
             required=bool(r.required),
             record_digest=r.record_digest,
             content_digest=r.content_digest,
-            ingest_rank=r.vid,
+            # Gate 5's tie-break is "the later ingest wins": an ingest is a batch (one
+            # run). Two versions of an id in one batch tie on it and fall to the
+            # record digest, so the order of lines in a file never changes a pack.
+            ingest_rank=r.batch_seq,
         )
         for r in rows
     ]

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, func, select
 
 
 from ledger.build import REASON_NAMES
-from ledger.errors import InputError, NotFoundError
+from ledger.errors import InputError, IntegrityError, NotFoundError
 from ledger.models import ChunkVersion, Decision, Entry, Pack
 
 packs = Pack.__table__
@@ -49,6 +49,33 @@ def resolve_pack(conn: Connection, ref: str) -> int:
         )
     # Identical builds share a digest: the prefix names the newest of them.
     return numbers[-1]
+
+
+def reason_of(status: int, pack_no: int) -> str | None:
+    """The reason code of a decision's status (None: admitted).
+
+    A status outside 0-7 only comes from a changed database: one line, exit 4,
+    rather than a traceback from a reader."""
+    if status == 0:
+        return None
+    reason = REASON_NAMES.get(status)
+    if reason is None:
+        raise IntegrityError(
+            f"pack {pack_no} has a decision with unknown status {status!r}; "
+            "the database was altered: run `ledger verify`"
+        )
+    return reason
+
+
+def snapshot_of(text: str, what: str, pack_no: int) -> Any:
+    """A pack's recorded grants or policy snapshot (JSON text), or exit 4."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        raise IntegrityError(
+            f"pack {pack_no}: its recorded {what} are not valid JSON; "
+            "the database was altered: run `ledger verify`"
+        ) from None
 
 
 def detail_of(reason: str, row: Any) -> dict[str, Any]:
@@ -112,8 +139,8 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
         "input_digest": head.input_digest,
         "as_of": head.as_of,
         "subject": head.subject,
-        "grants": json.loads(head.grants),
-        "policy": json.loads(head.policy),
+        "grants": snapshot_of(head.grants, "grants", head.pack_no),
+        "policy": snapshot_of(head.policy, "policy", head.pack_no),
         "counter": head.counter,
         "selector_version": head.selector_version,
         "candidates": head.candidate_count,
@@ -136,13 +163,14 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
             {
                 "id": r.chunk_id,
                 "source_version": r.source_version,
-                "reason": REASON_NAMES[r.status],
-                "detail": detail_of(REASON_NAMES[r.status], r),
+                "reason": reason,
+                "detail": detail_of(reason, r),
                 "tokens": r.tokens,
                 "record_digest": r.record_digest,
                 "content_digest": r.content_digest,
             }
             for r in evicted
+            for reason in (reason_of(r.status, pack_no) or "",)
         ],
     }
 
