@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.errors import InputError
 from ledger.records import (
@@ -199,3 +201,16 @@ def test_lowest_dedupe_key_reported_first() -> None:
                 record(id="a-two", dedupe_key="aa-key", trust="unverified"),
             ]
         )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    content=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1).filter(lambda t: t.strip()),
+    version=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=80).filter(
+        lambda t: t.strip()
+    ),
+)
+def test_record_digest_is_rfc8785_for_any_text(content: str, version: str) -> None:
+    """The fast record digest (C encoder, sorted keys) equals an independent RFC 8785."""
+    rec = validate_chunk(raw(content=content, source_version=version))
+    assert rec.record_digest == hashlib.sha256(rfc8785.dumps(rec.to_json())).hexdigest()
