@@ -17,11 +17,12 @@ def init_command(settings: Settings) -> None:
     \b
     ledger --db team.db init
     """
-    from ledger.db import make_engine, sqlite_path
+    from ledger.db import check_database, make_engine, sqlite_path
     from ledger.migrate import upgrade_to_head
 
     engine = make_engine(settings.url, create=True)
     try:
+        check_database(engine, settings.url)
         before, after = upgrade_to_head(engine)
     finally:
         engine.dispose()

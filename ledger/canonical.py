@@ -38,9 +38,10 @@ def _write(value: Any, out: list[str]) -> None:
     elif isinstance(value, dict):
         out.append("{")
         first = True
-        for key in sorted(value, key=_utf16_key):
+        for key in value:  # before sorting: the sort key needs strings
             if not isinstance(key, str):
                 raise TypeError(f"object key {key!r} is not a string")
+        for key in sorted(value, key=_utf16_key):
             if not first:
                 out.append(",")
             first = False

@@ -1,0 +1,179 @@
+"""Canonical JSON and digests, checked against the independent `rfc8785` package."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.canonical import (
+    canonical_bytes,
+    canonical_json,
+    content_digest,
+    digest_trusted,
+    digest_value,
+)
+from ledger.ingest import record_digest
+from ledger.records import validate_chunk
+from tests.conftest import chunk
+
+MAX_SAFE = 2**53 - 1
+
+
+def reference_digest(value: Any) -> str:
+    return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+
+
+VECTORS: list[tuple[str, Any]] = [
+    ("empty object", {}),
+    ("empty array", []),
+    ("null", None),
+    ("booleans", [True, False]),
+    ("integers", [0, -0, 1, -1, 42, 10_000_000, MAX_SAFE, -MAX_SAFE]),
+    ("ascii key order", {"b": 1, "a": 2, "A": 3, "_": 4, "aa": 5, "": 6}),
+    # U+E000 sorts after U+1F600 by code point, but before it by UTF-16 code
+    # units (0xE000 > 0xD83D): RFC 8785 sorts by UTF-16.
+    ("utf-16 key order", {"\ue000": 1, "\U0001f600": 2}),
+    (
+        "utf-16 key order, more",
+        {"\uffff": 1, "\U00010000": 2, "\u00e9": 3, "z": 4, "\U0010ffff": 5},
+    ),
+    ("key prefix order", {"ab": 1, "a": 2, "a\u0000": 3, "abc": 4}),
+    ("unicode text", {"text": "é ß 日本語 \U0001f600 \u2028 \u2029 \ufeff"}),
+    ("control characters", {"c": "".join(chr(i) for i in range(0x20)) + "\x7f"}),
+    ("quotes and backslashes", {"q": 'say "hi" \\ back\\slash / slash'}),
+    ("control characters in keys", {"\n": 1, "\t": 2, "\u001f": 3, "\x7f": 4}),
+    (
+        "nested",
+        {"z": {"y": [1, {"b": None, "a": [[], {}]}], "x": "v"}, "a": [True, [False, [None]]]},
+    ),
+    (
+        "chunk record",
+        chunk(content="  Body with\ttab, newline\n and é  ", expires_on="2027-01-01"),
+    ),
+]
+
+
+@pytest.mark.parametrize("value", [v for _, v in VECTORS], ids=[n for n, _ in VECTORS])
+def test_canonical_json_matches_rfc8785(value: Any) -> None:
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+    assert canonical_json(value).encode("utf-8") == rfc8785.dumps(value)
+    assert digest_value(value) == reference_digest(value)
+
+
+def test_utf16_key_order_differs_from_code_point_order() -> None:
+    value = {"\ue000": 1, "\U0001f600": 2}
+    # The vector is only meaningful if the two orders disagree.
+    assert sorted(value) == ["\ue000", "\U0001f600"]
+    assert canonical_json(value) == '{"\U0001f600":2,"\ue000":1}'
+
+
+def test_control_characters_use_ecmascript_escapes() -> None:
+    assert canonical_json("\b\t\n\f\r\x00\x1f\x7f") == '"\\b\\t\\n\\f\\r\\u0000\\u001f\x7f"'
+
+
+@pytest.mark.parametrize("value", [MAX_SAFE + 1, -MAX_SAFE - 1, 2**64])
+def test_integers_outside_the_safe_range_are_refused(value: int) -> None:
+    with pytest.raises(ValueError):
+        canonical_json(value)
+    with pytest.raises(rfc8785.IntegerDomainError):
+        rfc8785.dumps(value)
+
+
+@pytest.mark.parametrize("value", [1.5, {"a": 0.0}, float("nan")])
+def test_floats_are_refused(value: Any) -> None:
+    with pytest.raises(TypeError):
+        canonical_json(value)
+
+
+@pytest.mark.parametrize("value", [{1: "a"}, {"a": 1, 2: "b"}, {None: 1}])
+def test_non_string_keys_are_refused(value: Any) -> None:
+    with pytest.raises(TypeError, match="is not a string"):
+        canonical_json(value)
+
+
+def test_lone_surrogates_cannot_be_hashed() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        digest_value({"a": "\ud800"})
+    with pytest.raises(rfc8785.CanonicalizationError):
+        rfc8785.dumps({"a": "\ud800"})
+
+
+# No lone surrogates: the ledger refuses them before hashing.
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+SCALARS = st.none() | st.booleans() | st.integers(-MAX_SAFE, MAX_SAFE) | TEXT
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(TEXT, inner, max_size=5),
+    max_leaves=30,
+)
+ASCII_KEYS = st.text(st.characters(max_codepoint=0x7F), max_size=8)
+ASCII_KEYED_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(ASCII_KEYS, inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(JSON_VALUES)
+def test_any_json_value_matches_rfc8785(value: Any) -> None:
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+    assert digest_value(value) == reference_digest(value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(ASCII_KEYED_VALUES)
+def test_digest_trusted_equals_digest_value_on_ascii_keys(value: Any) -> None:
+    assert digest_trusted(value) == digest_value(value)
+
+
+def test_digest_trusted_would_differ_on_utf16_key_order() -> None:
+    # Why digest_trusted is only for ASCII keys: json.dumps sorts by code point.
+    value = {"\ue000": 1, "\U0001f600": 2}
+    assert digest_trusted(value) != digest_value(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=50))
+def test_content_digest_is_sha256_of_utf8(text: str) -> None:
+    assert content_digest(text) == hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+CONTENT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40).filter(
+    lambda s: s.strip() != ""
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    content=CONTENT,
+    source_version=st.text(
+        st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20
+    ).filter(lambda s: s.strip() != ""),
+    tokens=st.integers(1, 10_000_000),
+    priority=st.integers(0, 100),
+    required=st.booleans(),
+    expires=st.sampled_from([None, "2026-01-02", "2999-12-31"]),
+)
+def test_ingest_record_digest_is_rfc8785(
+    content: str, source_version: str, tokens: int, priority: int, required: bool, expires: Any
+) -> None:
+    """Ingest hashes records with the C fast path; it must equal RFC 8785 exactly."""
+    rec = validate_chunk(
+        chunk(
+            content=content,
+            source_version=source_version,
+            estimated_tokens=tokens,
+            priority=priority,
+            required=required,
+            expires_on=expires,
+        )
+    )
+    expected = reference_digest(rec.to_json())
+    assert record_digest(rec) == expected
+    assert rec.record_digest == expected
