@@ -22,11 +22,17 @@ from ledger_cli.main import Settings, pass_settings
 @click.option("--batch", "batch", type=click.Path(dir_okay=False), metavar="FILE.jsonl",
               help='Many packs: lines of {"subject", "as_of", "budget"?}, all against the same ledger state.')
 @click.option("--keep-going", is_flag=True, help="With --batch: record the good lines, report each failed one.")
+@click.option("--transcript", "transcript", type=click.Path(dir_okay=False), metavar="SOURCE.jsonl",
+              help="Record a transcript continuation instead: the exchanges of SOURCE ingested with "
+                   "--format transcript; --budget counts the bytes of the whole continuation.md.")
+@click.option("--priorities", type=click.Path(dir_okay=False), metavar="SIDECAR.json",
+              help="With --transcript: the priorities sidecar it was ingested with.")
 @json_option
 @pass_settings
 def build_command(
     settings: Settings, as_of: str | None, subject: str, budget: int | None, counter: str,
-    ledger_at: int | None, batch: str | None, keep_going: bool, as_json: bool,
+    ledger_at: int | None, batch: str | None, keep_going: bool, transcript: str | None,
+    priorities: str | None, as_json: bool,
 ) -> None:
     """Select for a subject on a date, record the pack with every decision, print it.
 
@@ -38,9 +44,16 @@ def build_command(
     ledger build --as-of 2026-07-21
     ledger build --as-of 2026-07-21 --subject alice --budget 4000 --json
     ledger build --batch nightly.jsonl --keep-going
+    ledger build --transcript chat.jsonl --priorities chat.priorities.json --budget 20000
     """
     from ledger.db import read_transaction
     from ledger.packs import pack_json
+
+    if transcript is not None:
+        _build_transcript(settings, transcript, priorities, budget, subject, ledger_at, as_of, batch, as_json)
+        return
+    if priorities is not None:
+        raise click.UsageError("--priorities goes with --transcript")
 
     if batch is not None:
         ctx = click.get_current_context()
@@ -65,6 +78,36 @@ def build_command(
     engine = open_ledger(settings)
     try:
         pack_no = build_pack(engine, as_of, subject, budget, counter, ledger_at)
+        with read_transaction(engine) as conn:
+            data = pack_json(conn, pack_no)
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json(data)
+    else:
+        from ledger_cli.packs_cmd import render_pack
+
+        click.echo(render_pack(data))
+
+
+def _build_transcript(
+    settings: Settings, source: str, priorities: str | None, budget: int | None, subject: str,
+    ledger_at: int | None, as_of: str | None, batch: str | None, as_json: bool,
+) -> None:
+    from ledger.build import build_transcript_pack
+    from ledger.db import read_transaction
+    from ledger.packs import pack_json
+
+    if as_of is not None or batch is not None:
+        raise click.UsageError("--transcript builds one continuation: drop --as-of/--batch")
+    if budget is None:
+        raise click.UsageError("--transcript needs --budget BYTES (the size of the whole continuation.md)")
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("subject") == click.core.ParameterSource.DEFAULT:
+        subject = "transcript"
+    engine = open_ledger(settings)
+    try:
+        pack_no = build_transcript_pack(engine, source, priorities, budget, subject, ledger_at)
         with read_transaction(engine) as conn:
             data = pack_json(conn, pack_no)
     finally:

@@ -15,14 +15,26 @@ from ledger_cli.main import Settings, pass_settings
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["auto", "fixture", "json", "jsonl"]),
+    type=click.Choice(["auto", "fixture", "json", "jsonl", "transcript"]),
     default="auto",
     show_default=True,
-    help="auto: .jsonl/.ndjson are JSON Lines; .json is an array or a seed-001 fixture.",
+    help="auto: .jsonl/.ndjson are JSON Lines, .json an array or a seed-001 fixture; "
+    "json: an array of chunk records; fixture: a seed-001 fixture (its request is not "
+    "applied); jsonl: one record per line; transcript: a chat transcript's exchanges "
+    "(see `ledger transcript`).",
 )
+@click.option("--priorities", type=click.Path(dir_okay=False), metavar="SIDECAR.json",
+              help="With --format transcript: the priorities sidecar of `ledger transcript annotate` "
+                   "(default: every exchange normal).")
+@click.option("--id-prefix", metavar="PREFIX",
+              help="With --format transcript: chunk ids are PREFIX + e001, ... (default: the file's "
+                   "name, e.g. chat- for chat.jsonl).")
 @json_option
 @pass_settings
-def ingest_command(settings: Settings, files: tuple[str, ...], fmt: str, as_json: bool) -> None:
+def ingest_command(
+    settings: Settings, files: tuple[str, ...], fmt: str, priorities: str | None,
+    id_prefix: str | None, as_json: bool,
+) -> None:
     """Store chunk versions: all or nothing per run, one ingest entry in the chain.
 
     Re-ingesting an identical version counts as unchanged; the same id and
@@ -31,6 +43,7 @@ def ingest_command(settings: Settings, files: tuple[str, ...], fmt: str, as_json
     \b
     ledger ingest fixtures/seed001-chunks.json
     ledger ingest --json exports/*.jsonl
+    ledger ingest --format transcript chat.jsonl --priorities chat.priorities.json
     """
     from ledger.ingest import ingest
 
@@ -38,7 +51,9 @@ def ingest_command(settings: Settings, files: tuple[str, ...], fmt: str, as_json
     total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
     try:
         with byte_progress(total, "ingest") as progress:
-            summary = ingest(engine, list(files), fmt, progress=progress)
+            summary = ingest(
+                engine, list(files), fmt, progress=progress, priorities=priorities, id_prefix=id_prefix
+            )
     finally:
         engine.dispose()
     for note in summary.notes:
@@ -76,7 +91,8 @@ def chunks_command(settings: Settings, chunk_id: str | None, as_json: bool) -> N
         echo_json({"chunks": rows})
         return
     if not rows:
-        click.echo("no chunk versions stored" + (f" for id '{chunk_id}'" if chunk_id else ""), err=True)
+        which = f" for id '{chunk_id}'" if chunk_id else ""
+        click.echo(f"no chunk versions stored{which}", err=True)
         return
     header = ("id", "version", "section", "valid", "tokens", "batch", "record", "content")
     table = [
@@ -97,7 +113,7 @@ def chunks_command(settings: Settings, chunk_id: str | None, as_json: bool) -> N
 
 def render_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     """A plain aligned text table."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     for r in rows:

@@ -38,7 +38,7 @@ from ledger.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.ingest import ingest_payload_digest, record_from_row
 from ledger.models import Batch, ChunkVersion, Decision, Entry, Grant, Pack, PolicyVersion
 from ledger.packs import detail_of, pack_header, reason_of, snapshot_of
-from ledger.select import Request, admission_hint
+from ledger.select import admission_hint
 from ledger.tokens import ESTIMATED, counter_id
 
 entries = Entry.__table__
@@ -116,22 +116,17 @@ def inputs_of(head: Any) -> Inputs:
         budget=head.budget,
         counter=head.counter,
         mark=head.ledger_mark,
+        scope=head.scope,
     )
 
 
 def hint_for(conn: Connection, head: Any, record_digest: str, cache: dict[int, Any]) -> dict[str, Any]:
     """The core's smallest change that would have admitted a version in a pack."""
     inputs = inputs_of(head)
-    key = (head.ledger_mark, head.counter)
+    key = (head.ledger_mark, head.counter, inputs.scope)
     if key not in cache:
-        cache[key] = load_candidates(conn, head.ledger_mark, head.counter)[0]
-    request = Request(
-        as_of=inputs.as_of,
-        granted=frozenset(inputs.grants),
-        allowed_trust=frozenset(inputs.policy.allowed_trust),
-        budget=inputs.budget,
-    )
-    return admission_hint(cache[key], request, record_digest).to_json()
+        cache[key] = load_candidates(conn, head.ledger_mark, head.counter, inputs.scope)[0]
+    return admission_hint(cache[key], inputs.request(), record_digest, inputs.order()).to_json()
 
 
 def why_evicted(
@@ -154,7 +149,7 @@ def why_evicted(
             select(
                 decisions.c.pack_no, decisions.c.status, decisions.c.tokens, decisions.c.remaining,
                 packs.c.pack_digest, packs.c.as_of, packs.c.subject, packs.c.budget, packs.c.grants,
-                packs.c.policy, packs.c.counter, packs.c.ledger_mark,
+                packs.c.policy, packs.c.counter, packs.c.ledger_mark, packs.c.scope,
                 r.c.chunk_id.label("ref_id"), r.c.source_version.label("ref_version"),
                 r.c.record_digest.label("ref_digest"),
             )
@@ -675,7 +670,7 @@ def replay(conn: Connection, pack_no: int) -> ReplayResult:
         if now != inputs.counter:
             return ReplayResult(pack_no, False, head.pack_digest, "",
                                 f"the pack was costed with {inputs.counter}; this installation has {now}")
-    candidates, vid_of = load_candidates(conn, inputs.mark, ESTIMATED)
+    candidates, vid_of = load_candidates(conn, inputs.mark, ESTIMATED, inputs.scope)
     if inputs.counter != ESTIMATED:
         # Recount rather than trust the cache: replay must not inherit a bad count.
         candidates = _recount(conn, candidates, vid_of, inputs.counter)

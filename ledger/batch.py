@@ -51,7 +51,7 @@ def run_batch(
                 # token-count cache, which stays valid even if this line fails.
                 inputs = resolve_inputs(conn, spec["as_of"], spec["subject"], spec["budget"], counter, mark)
                 if inputs.counter not in cache:
-                    cache[inputs.counter] = load_candidates(conn, mark, inputs.counter)
+                    cache[inputs.counter] = load_candidates(conn, mark, inputs.counter, inputs.scope)
                 candidates, vid_of = cache[inputs.counter]
                 with conn.begin_nested() if keep_going else _null():
                     ctx = decide(inputs, candidates)

@@ -23,7 +23,8 @@ from ledger.context import Context, thaw
 from ledger.db import write_transaction
 from ledger.errors import InputError
 from ledger.models import ChunkVersion, Decision, Pack, TokenCount
-from ledger.select import SELECTOR_VERSION, Candidate, Request, select as run_selector
+from ledger.select import DEFAULT_ORDER, SELECTOR_VERSION, Candidate, Order, Request
+from ledger.select import select as run_selector
 from ledger.tokens import ESTIMATED, counter_id, text_counter
 
 REASON_CODES = {
@@ -36,6 +37,9 @@ REASON_CODES = {
     "budget": 7,
 }
 REASON_NAMES = {code: name for name, code in REASON_CODES.items()}
+DOCUMENTS = "documents"
+TRANSCRIPT_SCOPE = "transcript:"
+TRANSCRIPT_URI = "transcript://"
 versions = ChunkVersion.__table__
 packs = Pack.__table__
 decisions = Decision.__table__
@@ -53,6 +57,7 @@ class Inputs:
     budget: int
     counter: str  # counter id: name and implementation version
     mark: int  # ledger time: the last entry the build could see
+    scope: str = DOCUMENTS  # which versions are candidates, and with which order
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,8 +67,32 @@ class Inputs:
             "policy": self.policy.to_json(),
             "budget": self.budget,
             "counter": self.counter,
+            "scope": self.scope,
             "selector_version": SELECTOR_VERSION,
         }
+
+    @property
+    def is_transcript(self) -> bool:
+        return self.scope.startswith(TRANSCRIPT_SCOPE)
+
+    def request(self) -> Request:
+        """The core's request: documents go through every gate; a transcript's
+        exchanges are versions of one source, so gate 5 does not apply."""
+        return Request(
+            as_of=self.as_of,
+            granted=frozenset(self.grants),
+            allowed_trust=frozenset(self.policy.allowed_trust),
+            budget=self.budget,
+            supersede=not self.is_transcript,
+        )
+
+    def order(self) -> Order:
+        """SPEC's preference order, or the transcript's (pinned, normal, aside; oldest first)."""
+        if self.is_transcript:
+            from ledger.transcript import TRANSCRIPT_ORDER
+
+            return TRANSCRIPT_ORDER
+        return DEFAULT_ORDER
 
 
 def check_date(value: str, where: str = "--as-of") -> str:
@@ -120,9 +149,37 @@ def resolve_inputs(
     )
 
 
-def load_candidates(conn: Connection, mark: int, counter: str) -> tuple[list[Candidate], dict[str, int]]:
-    """Every chunk version ingested at or before `mark`, costed by `counter` (an id).
+def transcript_inputs(
+    conn: Connection, source_version: str, budget: int, subject: str = "transcript", ledger_at: int | None = None
+) -> Inputs:
+    """Inputs of a transcript continuation pack: the exchanges of one annotated
+    transcript, `budget` bytes for the exchanges (the fixed header excluded)."""
+    from ledger.transcript import TRANSCRIPT_EFFECTIVE_FROM, TRANSCRIPT_PERMISSION, TRANSCRIPT_TRUST
 
+    check_subject(subject)
+    head = read_head(conn)
+    mark = head.seq if ledger_at is None else ledger_at
+    if ledger_at is not None and not 1 <= ledger_at <= head.seq:
+        raise InputError(f"--ledger-at: {ledger_at} is not an entry (the ledger has 1..{head.seq})")
+    return Inputs(
+        as_of=TRANSCRIPT_EFFECTIVE_FROM,
+        subject=subject,
+        grants=(TRANSCRIPT_PERMISSION,),
+        policy=Policy((TRANSCRIPT_TRUST,), None),
+        budget=budget,
+        counter=ESTIMATED,
+        mark=mark,
+        scope=TRANSCRIPT_SCOPE + source_version,
+    )
+
+
+def load_candidates(
+    conn: Connection, mark: int, counter: str, scope: str = DOCUMENTS
+) -> tuple[list[Candidate], dict[str, int]]:
+    """The chunk versions of `scope` ingested at or before `mark`, costed by `counter`.
+
+    Scope `documents` is every version except transcript exchanges; scope
+    `transcript:<source_version>` is the exchanges of one transcript annotation.
     Returns the candidates and a map from record digest to version id.
     """
     c = versions.c
@@ -131,7 +188,17 @@ def load_candidates(conn: Connection, mark: int, counter: str) -> tuple[list[Can
         c.required_permission, c.trust, c.dedupe_key, c.estimated_tokens, c.priority,
         c.required, c.record_digest, c.content_digest, c.batch_seq,
     ]
-    rows = conn.execute(select(*cols).where(c.batch_seq <= mark)).all()
+    query = select(*cols).where(c.batch_seq <= mark)
+    if scope == DOCUMENTS:
+        query = query.where(~c.source_uri.startswith(TRANSCRIPT_URI, autoescape=True))
+    elif scope.startswith(TRANSCRIPT_SCOPE):
+        query = query.where(
+            c.source_uri.startswith(TRANSCRIPT_URI, autoescape=True),
+            c.source_version == scope[len(TRANSCRIPT_SCOPE):],
+        )
+    else:
+        raise InputError(f"unknown pack scope {scope!r}")
+    rows = conn.execute(query).all()
     if counter == ESTIMATED:
         tokens = {r.vid: r.estimated_tokens for r in rows}
     else:
@@ -186,20 +253,12 @@ def count_tokens(conn: Connection, vids: Sequence[int], counter: str) -> dict[in
 
 def decide(inputs: Inputs, candidates: Iterable[Candidate]) -> Context:
     """Run the pure core on the inputs."""
-    return run_selector(
-        candidates,
-        Request(
-            as_of=inputs.as_of,
-            granted=frozenset(inputs.grants),
-            allowed_trust=frozenset(inputs.policy.allowed_trust),
-            budget=inputs.budget,
-        ),
-    )
+    return run_selector(candidates, inputs.request(), inputs.order())
 
 
 def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
     """SPEC: policy snapshot, grants, as-of, budget, selector version, counter and
-    the sorted candidate record digests."""
+    the sorted candidate record digests (and the scope, which picks the order)."""
     return digest_trusted(
         {
             "as_of": inputs.as_of,
@@ -208,6 +267,7 @@ def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
             "counter": inputs.counter,
             "grants": list(inputs.grants),
             "policy": inputs.policy.to_json(),
+            "scope": inputs.scope,
             "selector_version": SELECTOR_VERSION,
         }
     )
@@ -271,6 +331,7 @@ def record_pack(
             used=ctx.admitted_tokens(),
             counter=inputs.counter,
             selector_version=SELECTOR_VERSION,
+            scope=inputs.scope,
             grants=canonical_json(list(inputs.grants)),
             policy=canonical_json(inputs.policy.to_json()),
             candidate_count=len(candidates),
@@ -313,7 +374,7 @@ def build_in(
 ) -> int:
     """Build and record one pack inside an open write transaction; return its number."""
     inputs = resolve_inputs(conn, as_of, subject, budget, counter, ledger_at)
-    candidates, vid_of = load_candidates(conn, inputs.mark, inputs.counter)
+    candidates, vid_of = load_candidates(conn, inputs.mark, inputs.counter, inputs.scope)
     ctx = decide(inputs, candidates)
     return record_pack(conn, inputs, candidates, ctx, vid_of)
 
@@ -357,3 +418,43 @@ def parse_batch_line(raw: bytes, where: str) -> dict[str, Any]:
 
 def json_list(text: str) -> list[Any]:
     return list(json.loads(text))
+
+
+def build_transcript_pack(
+    engine: Engine,
+    source: str,
+    priorities: str | None,
+    budget: int,
+    subject: str = "transcript",
+    ledger_at: int | None = None,
+) -> int:
+    """Record, as a pack, the continuation `ledger transcript export` would write.
+
+    `budget` counts the whole continuation.md, as for export; the pack's budget
+    is what remains for exchanges after the fixed header.
+    """
+    from ledger.continuation import load_annotated
+    from ledger.select import RequiredOverBudgetError
+
+    check_budget(budget)
+    annotated = load_annotated(source, priorities)
+    header = annotated.header_bytes()
+    if budget < header:
+        raise InputError(f"--budget {budget} is below the continuation's fixed header of {header} bytes")
+    with write_transaction(engine) as conn:
+        inputs = transcript_inputs(conn, annotated.source_version, budget - header, subject, ledger_at)
+        candidates, vid_of = load_candidates(conn, inputs.mark, inputs.counter, inputs.scope)
+        if not candidates:
+            hint = f" --priorities {priorities}" if priorities else ""
+            raise InputError(
+                f"{source}: its exchanges (with these priorities) are not in the ledger at entry "
+                f"{inputs.mark}; run `ledger ingest --format transcript {source}{hint}` first"
+            )
+        try:
+            ctx = decide(inputs, candidates)
+        except RequiredOverBudgetError as exc:
+            raise InputError(
+                f"--budget {budget} is below the pinned exchanges plus the Markdown framing "
+                f"(needs at least {exc.needed + header} bytes)"
+            ) from None
+        return record_pack(conn, inputs, candidates, ctx, vid_of)

@@ -16,13 +16,13 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
 from ledger.errors import InputError, SchemaError
 
 # The newest migration; `ledger init` upgrades to it and every other command
 # checks for it (a test keeps it equal to Alembic's head).
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x1ED6E7  # advisory lock that serializes chain appends
 
@@ -74,7 +74,12 @@ def make_engine(url: str, *, create: bool = False) -> Engine:
             if not os.path.isdir(parent):
                 raise InputError(f"--db: folder {parent} does not exist")
             # Created readable by its owner only: chunk bodies may be confidential.
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            try:
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            except FileExistsError:
+                pass  # a concurrent `ledger init` created it first: same outcome
+            except OSError as exc:
+                raise InputError(f"--db: cannot create {path} ({exc.strerror})") from None
     try:
         if parsed.get_backend_name() == "sqlite":
             engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
@@ -119,15 +124,25 @@ def current_revision(conn: Connection) -> str | None:
     return row[0] if row else None
 
 
+def check_database(engine: Engine, url: str) -> str | None:
+    """Connect once and return the stored schema revision (None: no schema yet).
+
+    A file that is not a SQLite database, or a server that cannot be reached,
+    is one clear line instead of a driver traceback.
+    """
+    try:
+        with engine.connect() as conn:
+            return current_revision(conn)
+    except DatabaseError as exc:
+        engine.dispose()
+        reason = " ".join(str(exc.orig).split())  # drivers' messages may span lines
+        raise SchemaError(f"cannot open the database {_where(url)}: {reason}") from None
+
+
 def open_engine(url: str) -> Engine:
     """The engine of an initialized ledger whose schema is current; else one clear line."""
     engine = make_engine(url)
-    try:
-        with engine.connect() as conn:
-            rev = current_revision(conn)
-    except OperationalError as exc:
-        engine.dispose()
-        raise SchemaError(f"cannot open the database {url}: {exc.orig}") from None
+    rev = check_database(engine, url)
     if rev is None:
         engine.dispose()
         raise SchemaError(f"{_where(url)} is not an initialized ledger; run `ledger init`")

@@ -137,6 +137,8 @@ class Pack(Base):
     used: Mapped[int] = mapped_column(Integer)
     counter: Mapped[str] = mapped_column(String(64))
     selector_version: Mapped[str] = mapped_column(String(64))
+    # "documents", or "transcript:<source_version>" for a transcript continuation.
+    scope: Mapped[str] = mapped_column(String(120), server_default="documents")
     grants: Mapped[str] = mapped_column(Text)  # canonical JSON list, sorted
     policy: Mapped[str] = mapped_column(Text)  # canonical JSON object
     candidate_count: Mapped[int] = mapped_column(Integer)

@@ -142,6 +142,7 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
         "grants": snapshot_of(head.grants, "grants", head.pack_no),
         "policy": snapshot_of(head.policy, "policy", head.pack_no),
         "counter": head.counter,
+        "scope": head.scope,
         "selector_version": head.selector_version,
         "candidates": head.candidate_count,
         "budget": head.budget,

@@ -1,0 +1,97 @@
+"""Transcripts through the ledger: exchanges as chunk versions, continuations as packs.
+
+`ledger ingest --format transcript SOURCE --priorities SIDECAR` stores every
+exchange as a chunk version (`exchange_record`: content = its exact source lines,
+estimated_tokens = its framed byte cost, required = pinned). The version names
+both the source bytes and the annotation, `<source sha256>.p<priorities digest>`,
+so re-annotating a transcript adds new versions instead of changing stored ones.
+`ledger build --transcript SOURCE --priorities SIDECAR --budget BYTES` records
+the continuation that `ledger transcript export` would write as a pack (scope
+`transcript:<version>`), so `why-evicted` and `diff` explain exchanges like any
+chunk. Transcript exchanges are never candidates of document packs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.canonical import digest_value
+from ledger.errors import InputError
+from ledger.transcript import (
+    Transcript,
+    continuation_header,
+    exchange_record,
+    parse_sidecar,
+    parse_transcript,
+)
+
+_NOT_ID = re.compile(r"[^a-z0-9-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Annotated:
+    """A parsed transcript with its (checked) priorities."""
+
+    transcript: Transcript
+    priorities: dict[str, str]
+
+    @property
+    def source_version(self) -> str:
+        """The version every exchange of this annotation is stored under."""
+        return f"{self.transcript.sha256}.p{digest_value(self.priorities)[:12]}"
+
+    def header_bytes(self) -> int:
+        """The fixed framing of continuation.md that the byte budget also pays for."""
+        return len(continuation_header(self.transcript.sha256))
+
+
+def _read(path: str, what: str) -> bytes:
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory; name the {what} file")
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def load_annotated(source: str, priorities: str | None) -> Annotated:
+    """Read a transcript and its sidecar (a stale sidecar is refused). Without a
+    sidecar every exchange is `normal`."""
+    transcript = parse_transcript(_read(source, "transcript"), name=source)
+    if priorities is None:
+        prio = {e.id: "normal" for e in transcript.exchanges}
+    else:
+        prio = parse_sidecar(_read(priorities, "priorities"), transcript, name=priorities)
+    return Annotated(transcript, dict(prio))
+
+
+def default_id_prefix(source: str) -> str:
+    """`chat-` for chat.jsonl: chunk ids must be unique across the ledger."""
+    stem = os.path.basename(source).split(".", 1)[0].lower()
+    stem = _NOT_ID.sub("-", stem).strip("-")[:40].strip("-")
+    return (stem or "transcript") + "-"
+
+
+def check_id_prefix(prefix: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,48}", prefix):
+        raise InputError(
+            f"--id-prefix {prefix!r}: lower-case letters, digits and '-', starting with a letter or digit"
+        )
+    return prefix
+
+
+def exchange_records(annotated: Annotated, id_prefix: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, chunk record) for every exchange, in source order."""
+    t = annotated.transcript
+    version = annotated.source_version
+    for ex in t.exchanges:
+        rec = exchange_record(t, ex, annotated.priorities[ex.id], id_prefix=id_prefix)
+        rec["source_version"] = version
+        yield f"{t.name}: {ex.id} (lines {ex.first_line}-{ex.last_line})", rec
