@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from ledger.build import decide, load_candidates, parse_batch_line, record_pack, resolve_inputs
+from ledger.build import decide, gc_paused, load_candidates, parse_batch_line, record_pack, resolve_inputs
 from ledger.chain import read_head
 from ledger.db import write_transaction
 from ledger.errors import ContextError, InputError, LedgerError
@@ -38,7 +38,7 @@ def run_batch(
     if not lines:
         raise InputError(f"{path}: empty batch file")
     result = BatchResult()
-    with write_transaction(engine) as conn:
+    with write_transaction(engine) as conn, gc_paused():
         mark = read_head(conn).seq
         cache: dict[str, Any] = {}
         for i, raw in enumerate(lines, start=1):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 _MAX_SAFE_INT = 2**53 - 1
@@ -98,5 +99,17 @@ def digest_trusted(value: Any) -> str:
     manifests, decision lists): for those, `json.dumps` with sorted keys is
     byte-identical to RFC 8785 and runs in C. A test checks the equality.
     """
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_TRUSTED.encode(value).encode("utf-8")).hexdigest()
+
+
+def _mapping(value: Any) -> Any:
+    # Read-only mappings (the selector's eviction details) serialize as objects.
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"cannot canonicalize {type(value).__name__}")
+
+
+# One encoder, built once: `json.dumps` with options builds a new one per call.
+_TRUSTED = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_mapping
+)

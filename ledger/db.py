@@ -163,3 +163,22 @@ def open_engine(url: str) -> Engine:
 def _where(url: str) -> str:
     path = sqlite_path(url)
     return path if path else make_url(url).render_as_string(hide_password=True)
+
+
+def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
+    """All rows of a SELECT as plain tuples from the driver's cursor.
+
+    For the bulk reads of the audit commands (hundreds of thousands of rows):
+    SQLAlchemy's per-row result processing would double their cost. Only for
+    statements whose parameters and columns need no type processing (integers,
+    text), which holds for the ledger's own schema.
+    """
+    compiled = statement.compile(dialect=conn.dialect)
+    params = compiled.params
+    args: Any = tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(str(compiled), args)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import namedtuple
 from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-
 from ledger.build import REASON_NAMES
+from ledger.db import fetch_tuples
 from ledger.errors import InputError, IntegrityError, NotFoundError
 from ledger.models import ChunkVersion, Decision, Entry, Pack
 
@@ -98,6 +99,14 @@ def detail_of(reason: str, row: Any) -> dict[str, Any]:
     raise ValueError(f"unknown reason {reason!r}")
 
 
+DecisionRow = namedtuple(  # noqa: PYI024 - a plain row type, built per decision
+    "DecisionRow",
+    "vid status tokens position remaining ref_vid chunk_id source_version section source_uri required "
+    "priority record_digest content_digest required_permission trust effective_from expires_on "
+    "dedupe_key estimated_tokens ref_id ref_version ref_digest",
+)
+
+
 def decision_rows(conn: Connection, pack_no: int) -> list[Any]:
     """Every decision of a pack joined with its version (and referenced version)."""
     v = versions.alias("v")
@@ -115,7 +124,9 @@ def decision_rows(conn: Connection, pack_no: int) -> list[Any]:
         .select_from(d.join(v, v.c.vid == d.c.vid).outerjoin(r, r.c.vid == d.c.ref_vid))
         .where(d.c.pack_no == pack_no)
     )
-    return conn.execute(query).all()
+    # Plain tuples from the driver, named once: packs hold up to 100,000s of rows,
+    # and SQLAlchemy's per-row processing would double the cost of verify and show.
+    return [DecisionRow._make(t) for t in fetch_tuples(conn, query)]
 
 
 def pack_header(conn: Connection, pack_no: int) -> Any:
