@@ -214,7 +214,7 @@ def load_candidates(
         )
     else:
         raise InputError(f"unknown pack scope {scope!r}")
-    rows = conn.execute(query).tuples().all()
+    rows = conn.execute(query).all()
     if counter == ESTIMATED:
         tokens = {r[0]: r[9] for r in rows}
     else:

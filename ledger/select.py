@@ -518,6 +518,47 @@ def _merge_refs(a: list[dict[str, str]], b: list[dict[str, str]]) -> list[dict[s
     return a + [r for r in b if (r["id"], r["source_version"]) not in seen]
 
 
+def _budget_fix(
+    request: Request, context: Context, order: Order, target: Candidate, deficit: int
+) -> tuple[dict[str, Any], Request]:
+    """The smallest raise of the budget, from the deficit upwards, that lets the
+    greedy budget gate reach the target with room for it.
+
+    Gates 1-6 do not depend on the budget, so their survivors are the admitted
+    plus the budget evictions; a raise only changes which optional survivors
+    ahead of the target fit. Each round simulates the gate over those alone and
+    raises by the new shortfall (every round admits at least one more of them),
+    instead of re-running the whole selection per round.
+    """
+    preference = order.preference
+    target_key = (preference(target), *_identity(target))
+    required = sum(c.tokens for c in context.items if c.required)
+    survivors = [c for c in context.items if not c.required]
+    survivors += [e.candidate for e in context.evicted if e.reason == "budget"]
+    ahead = sorted(
+        (c for c in survivors if (preference(c), *_identity(c)) < target_key),
+        key=lambda c: (preference(c), *_identity(c)),
+    )
+    new_budget = request.budget + deficit
+    while True:
+        room = new_budget - required
+        taken = []  # the optional survivors ahead that the gate admits at this budget
+        for c in ahead:
+            if c.tokens <= room:
+                room -= c.tokens
+                taken.append(c)
+        if room >= target.tokens:
+            break
+        new_budget += target.tokens - room
+    step = {
+        "kind": "budget",
+        "budget": new_budget,
+        "extra": new_budget - request.budget,
+        "displaced_by": [{"id": c.id, "source_version": c.source_version} for c in taken],
+    }
+    return step, replace(request, budget=new_budget)
+
+
 def _fix(
     eviction: Eviction,
     request: Request,
@@ -564,23 +605,5 @@ def _fix(
     if reason == "duplicate":
         return {"kind": "outranked_by", "kept": dict(detail["kept"])}, None
     if reason == "budget":
-        extra = detail["needed"] - detail["remaining"]
-        new_budget = request.budget + extra
-        preference = order.preference
-        target_key = (preference(target), *_identity(target))
-        ahead = sorted(
-            (
-                c
-                for c in context.items
-                if not c.required and (preference(c), *_identity(c)) < target_key
-            ),
-            key=lambda c: (preference(c), *_identity(c)),
-        )
-        step = {
-            "kind": "budget",
-            "budget": new_budget,
-            "extra": extra,
-            "displaced_by": [{"id": c.id, "source_version": c.source_version} for c in ahead],
-        }
-        return step, replace(request, budget=new_budget)
+        return _budget_fix(request, context, order, target, detail["needed"] - detail["remaining"])
     raise ValueError(f"unknown eviction reason {reason!r}")
