@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := demo
 
-.PHONY: demo test bench clean postgres
+.PHONY: demo test bench clean postgres chromium
 
 # The tests start their own throwaway PostgreSQL server on loopback; this only
 # makes sure Debian's server binaries are on the machine.
@@ -45,11 +45,18 @@ demo: $(STAMP)
 
 # The whole suite, then the pure core again under `python -O` (no check may
 # depend on `assert`).
-test: $(STAMP) postgres
+# Headless Chromium for the report tests (Debian's; the tests drive it offline).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium (headless browser for the report tests)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    chromium fonts-liberation fonts-dejavu-core >/dev/null; }
+
+test: $(STAMP) postgres chromium
 	$(BIN)/python -m pytest -q
 	$(BIN)/python -O -m pytest -q -p no:cacheprovider tests/core
 
-bench: $(STAMP) postgres
+bench: $(STAMP) postgres chromium
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:

@@ -1,0 +1,129 @@
+"""`ledger report`: one self-contained HTML file for a pack, a diff or a chunk's history."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import click
+
+from ledger_cli.common import open_ledger
+from ledger_cli.main import Settings, pass_settings
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,79}$")
+
+
+@click.command("report")
+@click.argument("pack", required=False)
+@click.option(
+    "--diff",
+    "diff_packs",
+    nargs=2,
+    metavar="A B",
+    help="Report what changed from pack A to pack B.",
+)
+@click.option(
+    "--chunk",
+    "chunk_ref",
+    metavar="REF",
+    help="Report the history of a chunk (id, digest or 8+ hex prefix).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="The HTML file to write (owner-only, replaced atomically). "
+    "Default: pack-N.html, diff-A-B.html or chunk-REF.html in the current folder.",
+)
+@click.option(
+    "--with-content",
+    is_flag=True,
+    help="Include bodies: of the admitted chunks (PACK) or of every version (--chunk).",
+)
+@click.option(
+    "--max-hints",
+    type=click.IntRange(min=0),
+    default=200,
+    show_default=True,
+    help="PACK: compute 'would admit it' for at most this many evictions, in table order.",
+)
+@click.option(
+    "--hint-seconds",
+    type=click.FloatRange(min=0),
+    default=3.0,
+    show_default=True,
+    help="PACK: stop computing hints after this many seconds, and skip any one hint that takes "
+    "more than a quarter of it (0: no limit).",
+)
+@pass_settings
+def report_command(
+    settings: Settings,
+    pack: str | None,
+    diff_packs: tuple[str, str] | None,
+    chunk_ref: str | None,
+    output: str | None,
+    with_content: bool,
+    max_hints: int,
+    hint_seconds: float,
+) -> None:
+    """Write a self-contained HTML report of a pack, a diff or a chunk's history.
+
+    One file that opens from disk in any browser with no network: inline style,
+    a small inline script (sorting, filtering; everything is readable without
+    it), charts as inline SVG, and a strict Content-Security-Policy. Light and
+    dark colour schemes, print and phone widths. Bodies only with --with-content.
+
+    \b
+    PACK report: the budget split by section and by admitted chunk, evictions
+    by reason, every candidate with its reason, details and the change that
+    would have admitted it (computed for the first --max-hints evictions in
+    table order, within --hint-seconds), the digests and the ledger entry.
+    --diff A B: what entered, left, changed version or reason, each with its
+    cause, and the budget and use before and after.
+    --chunk REF: every version of the chunk on a time line of validity and of
+    ingest, and every pack that admitted or evicted it.
+
+    PACK is a pack number or a unique pack-digest prefix. The file is written
+    owner-only (0600), atomically; default name pack-N.html, diff-A-B.html or
+    chunk-REF.html in the current folder.
+
+    \b
+    ledger report 2
+    ledger report --diff 1 2 -o changes.html
+    ledger report --chunk refund-faq --with-content
+    """
+    from ledger.db import read_transaction
+    from ledger.packs import resolve_pack
+    from ledger.report import chunk_report, diff_report, pack_report
+    from ledger_cli.packs_cmd import write_private
+
+    if sum(x is not None for x in (pack, diff_packs, chunk_ref)) != 1:
+        raise click.UsageError("give exactly one of PACK, --diff A B or --chunk REF")
+    if with_content and diff_packs is not None:
+        raise click.UsageError("--with-content applies to a PACK or --chunk report, not to --diff")
+    engine = open_ledger(settings)
+    try:
+        with read_transaction(engine) as conn:
+            if pack is not None:
+                n = resolve_pack(conn, pack)
+                text = pack_report(
+                    conn,
+                    n,
+                    with_content=with_content,
+                    max_hints=max_hints,
+                    hint_seconds=hint_seconds,
+                )
+                name = f"pack-{n}.html"
+            elif diff_packs is not None:
+                a, b = (resolve_pack(conn, p) for p in diff_packs)
+                text = diff_report(conn, a, b)
+                name = f"diff-{a}-{b}.html"
+            else:
+                assert chunk_ref is not None
+                text, ids = chunk_report(conn, chunk_ref, with_content=with_content)
+                name = f"chunk-{chunk_ref if _SAFE_NAME.match(chunk_ref) else ids[0]}.html"
+    finally:
+        engine.dispose()
+    path = output if output is not None else name
+    write_private(path, text)
+    click.echo(f"wrote {os.path.abspath(path)}", err=True)
