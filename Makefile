@@ -41,6 +41,7 @@ demo: $(STAMP)
 	@echo; echo "== ledger why-evicted refund-faq"; $(LEDGER) why-evicted refund-faq
 	@echo; echo "== ledger verify"; $(LEDGER) verify
 	@echo; echo "== ledger replay 1"; $(LEDGER) replay 1
+	@echo; echo "== ledger report 1 (open it in a browser)"; $(LEDGER) report 1 -o $(DEMO)/pack-1.html
 	@echo; echo "== ledger pack (the seed-001 drop-in, no database)"; $(BIN)/ledger pack
 
 # The whole suite, then the pure core again under `python -O` (no check may
