@@ -1,0 +1,215 @@
+"""The same benchmarks on PostgreSQL, against raw psycopg doing the same writes
+and reads, on a throwaway server on 127.0.0.1 (tests/pgserver.py).
+
+- ingest of 100,000 chunks (`--quick`: 10,000) vs a psycopg `executemany` of the
+  same rows;
+- build over 10,000 and 100,000 candidates vs the in-memory selection plus a
+  psycopg `executemany` of the same decision rows;
+- why-evicted in-process on a ledger of 200 packs of 10,000 candidates
+  (`--quick`: 20 packs) vs psycopg reading the same decision rows;
+- diff of two 100,000-candidate packs vs psycopg reading both packs' rows.
+
+    .venv/bin/python bench/bench_pg.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+from gen import ALLOWED, GRANTED, setup_ledger, write_jsonl  # noqa: E402
+
+AS_OF = "2026-06-15"
+
+
+def _raw(url: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
+
+
+def _median(fn: Any, repeat: int = 5) -> float:
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
+def bench_ingest(server: Any, n: int, tmp: Path) -> dict[str, Any]:
+    from bench_ingest import COLUMNS, _rows
+    from ledger.db import make_engine
+    from ledger.ingest import ingest
+    from ledger.migrate import upgrade_to_head
+    from tests.pgserver import create_database
+
+    jsonl = write_jsonl(tmp / "pg-ingest.jsonl", n)
+    rows = _rows(jsonl)
+    base_url = create_database(server, "bench_ingest_raw")
+    engine = make_engine(base_url)
+    upgrade_to_head(engine)
+    engine.dispose()
+    with _raw(base_url) as con:
+        t0 = time.perf_counter()
+        with con.transaction():
+            con.execute("INSERT INTO entries (seq, kind, payload_digest, prev_hash, entry_hash, recorded_at) "
+                        "VALUES (1, 'ingest', %s, %s, %s, '')", ("0" * 64, "0" * 64, "1" * 64))
+            con.execute("INSERT INTO batches (seq, read_count, new_count, unchanged_count, sources) "
+                        "VALUES (1, 0, 0, 0, '[]')")
+            marks = ", ".join(["%s"] * len(COLUMNS))
+            con.cursor().executemany(f"INSERT INTO chunk_versions ({', '.join(COLUMNS)}) VALUES ({marks})", rows)
+        base = time.perf_counter() - t0
+    url = create_database(server, "bench_ingest")
+    engine = make_engine(url)
+    upgrade_to_head(engine)
+    t0 = time.perf_counter()
+    ingest(engine, [str(jsonl)])
+    ours = time.perf_counter() - t0
+    engine.dispose()
+    return {"bench": f"pg: ingest {n:,} chunks", "ours": ours, "baseline": base, "unit": "s",
+            "target": "ratio <= 3", "ok": ours / base <= 3, "note": "baseline: psycopg executemany"}
+
+
+def bench_build(server: Any, n: int, tmp: Path) -> dict[str, Any]:
+    from ledger.build import REASON_CODES, build_pack, load_candidates
+    from ledger.chain import read_head
+    from ledger.db import make_engine, read_transaction
+    from ledger.select import Request, select
+    from tests.pgserver import create_database
+
+    url = create_database(server, f"bench_build_{n}")
+    budget = n * 20
+    setup_ledger(url, tmp / f"pg-build{n}.jsonl", n, budget)
+    engine = make_engine(url)
+    with read_transaction(engine) as conn:
+        candidates, vid_of = load_candidates(conn, read_head(conn).seq, "estimated_tokens")
+
+    def baseline() -> None:
+        ctx = select(candidates, Request(AS_OF, frozenset(GRANTED), frozenset(ALLOWED), budget))
+        rows = [(10**6, vid_of[c.record_digest], 0, c.tokens, i, None, None) for i, c in enumerate(ctx.items)]
+        for e in ctx.evicted:
+            ref = e.detail.get("by") or e.detail.get("kept")
+            rows.append((10**6, vid_of[e.candidate.record_digest], REASON_CODES[e.reason], e.candidate.tokens,
+                         None, e.detail.get("remaining"), vid_of[ref["record_digest"]] if ref else None))
+        with _raw(url) as con:
+            with con.transaction():
+                con.execute("SET LOCAL session_replication_role = replica")  # no FK to a pack row
+                con.cursor().executemany(
+                    "INSERT INTO decisions (pack_no, vid, status, tokens, position, remaining, ref_vid) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s)", rows)
+            con.execute("DELETE FROM decisions WHERE pack_no = %s", (10**6,))
+            con.commit()
+
+    base = min(_time_once(baseline) for _ in range(2))
+    ours = min(_time_once(lambda: build_pack(engine, AS_OF, budget=budget)) for _ in range(2))
+    engine.dispose()
+    return {"bench": f"pg: build {n:,} candidates", "ours": ours, "baseline": base, "unit": "s",
+            "target": "ratio <= 3", "ok": ours / base <= 3,
+            "note": "baseline: in-memory select + psycopg executemany"}
+
+
+def _time_once(fn: Any) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def bench_audit(server: Any, packs: int, tmp: Path, diff_n: int) -> list[dict[str, Any]]:
+    from bench_audit import _many_packs
+    from ledger.audit import diff, why_evicted
+    from ledger.build import build_pack
+    from ledger.db import make_engine, read_transaction
+    from tests.pgserver import create_database
+
+    url = create_database(server, "bench_audit")
+    _many_packs(url, tmp, packs, 10_000)
+    engine = make_engine(url)
+    with _raw(url) as con:
+        refs = [r[0] for r in con.execute("SELECT chunk_id FROM chunk_versions ORDER BY vid")]
+        n_dec = con.execute("SELECT count(*) FROM decisions").fetchone()[0]
+        rnd = random.Random(5)
+        sample = [rnd.choice(refs) for _ in range(20)]
+        it = iter(sample)
+
+        def ours() -> None:
+            with read_transaction(engine) as conn:
+                why_evicted(conn, next(it), None, "none")
+
+        t_ours = _median(ours, 7)
+        it2 = iter(sample)
+
+        def raw() -> None:
+            vids = [v for (v,) in con.execute("SELECT vid FROM chunk_versions WHERE chunk_id = %s", (next(it2),))]
+            for vid in vids:
+                con.execute(
+                    "SELECT d.pack_no, d.status, d.tokens, d.remaining, p.pack_digest, p.as_of, p.subject "
+                    "FROM decisions d JOIN packs p ON p.pack_no = d.pack_no WHERE d.vid = %s "
+                    "ORDER BY d.pack_no DESC", (vid,)).fetchall()
+
+        t_raw = _median(raw, 7)
+    out = [{"bench": "pg: why-evicted in-process, no hint", "ours": t_ours, "baseline": t_raw, "unit": "s",
+            "target": "< 50 ms", "ok": t_ours < 0.05, "note": f"{packs:,} packs x 10,000: {n_dec:,} decisions"}]
+    engine.dispose()
+
+    url = create_database(server, "bench_diff")
+    setup_ledger(url, tmp / "pg-diff.jsonl", diff_n, diff_n * 20)
+    engine = make_engine(url)
+    a = build_pack(engine, "2026-03-01")
+    b = build_pack(engine, "2026-09-01", budget=diff_n * 15)
+
+    def ours_diff() -> None:
+        with read_transaction(engine) as conn:
+            diff(conn, a, b)
+
+    t = _median(ours_diff, 3)
+    with _raw(url) as con:
+        def raw_diff() -> None:
+            for p in (a, b):
+                con.execute("SELECT d.vid, d.status, v.chunk_id, v.source_version FROM decisions d "
+                            "JOIN chunk_versions v ON v.vid = d.vid WHERE d.pack_no = %s", (p,)).fetchall()
+
+        base = _median(raw_diff, 3)
+    engine.dispose()
+    out.append({"bench": f"pg: diff of two {diff_n:,}-candidate packs", "ours": t, "baseline": base, "unit": "s",
+                "target": "< 1 s", "ok": t < 1.0, "note": "baseline: psycopg reading both packs"})
+    return out
+
+
+def rows(quick: bool) -> list[dict[str, Any]]:
+    from tests import pgserver
+
+    server = pgserver.start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="ledger-bench-pg-") as d:
+            tmp = Path(d)
+            out = [bench_ingest(server, 10_000 if quick else 100_000, tmp)]
+            out.append(bench_build(server, 10_000, tmp))
+            if not quick:
+                out.append(bench_build(server, 100_000, tmp))
+            out += bench_audit(server, 20 if quick else 200, tmp, 20_000 if quick else 100_000)
+            return out
+    finally:
+        pgserver.stop(server)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    from table import print_table
+
+    print_table(rows(args.quick))
+
+
+if __name__ == "__main__":
+    main()
