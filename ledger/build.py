@@ -381,6 +381,9 @@ def insert_decisions(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
     compiled = insert(decisions).compile(dialect=conn.dialect, column_keys=list(_DECISION_COLUMNS))
     if compiled.positional and tuple(compiled.positiontup or ()) == _DECISION_COLUMNS:
         conn.exec_driver_sql(str(compiled), rows)
+    elif not compiled.positional and set(compiled.binds) == set(_DECISION_COLUMNS):
+        # Named parameters (psycopg): dicts straight to the driver.
+        conn.exec_driver_sql(str(compiled), [dict(zip(_DECISION_COLUMNS, r, strict=True)) for r in rows])
     else:
         conn.execute(insert(decisions), [dict(zip(_DECISION_COLUMNS, r, strict=True)) for r in rows])
 
