@@ -14,19 +14,30 @@ def init_command(settings: Settings) -> None:
 
     A new SQLite file is created readable by its owner only (0600).
 
+    Before upgrading a SQLite file whose schema is behind, init writes a copy
+    of it next to it, FILE.bak-REV-YYYYMMDDTHHMMSSZ (REV: the old schema
+    revision; UTC time), readable by its owner only and made with SQLite's
+    online backup API (so it includes what is still in the WAL), and prints its
+    path on stderr. If the copy cannot be written, nothing is upgraded. Keep it
+    until the upgraded ledger verifies; restore by copying it back. A PostgreSQL
+    database is not copied: back it up with pg_dump first.
+
     \b
     ledger --db team.db init
     """
     from ledger.db import check_database, make_engine, sqlite_path
-    from ledger.migrate import upgrade_to_head
+    from ledger.migrate import upgrade_database
 
     engine = make_engine(settings.url, create=True)
     try:
         check_database(engine, settings.url)
-        before, after = upgrade_to_head(engine)
+        result = upgrade_database(engine)
     finally:
         engine.dispose()
+    before, after = result.before, result.after
     where = sqlite_path(settings.url) or "the database"
+    if result.backup is not None:
+        click.echo(f"{where}: backed up schema {before} to {result.backup}", err=True)
     if before == after:
         click.echo(f"{where}: schema {after} is current", err=True)
     elif before is None:

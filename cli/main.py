@@ -2,8 +2,9 @@
 
 Exit codes (SPEC.md): 0 success, 1 invalid input or refused operation, 2 usage
 error, 3 not found, 4 integrity failure. A `LedgerError` becomes one line
-`error: ...` on stderr with its code; any other exception is a bug and keeps its
-traceback.
+`error: ...` on stderr with its code; so does a database failure (a full disk,
+an I/O error, a lost server: SQLAlchemy's OperationalError, exit 1). Any other
+exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import click
 
-from ledger.errors import EXIT_USAGE, LedgerError
+from ledger.errors import EXIT_INVALID, EXIT_USAGE, LedgerError
 
 # name -> "module:attribute". Modules are imported only when their command runs
 # (or when help lists them), so a database-free command never loads SQLAlchemy.
@@ -103,6 +104,25 @@ def cli(ctx: click.Context, db: str) -> None:
     ctx.obj = Settings(db=db)
 
 
+def database_failure(exc: BaseException) -> str | None:
+    """The one-line reason of a database failure (disk full, I/O error, lost server).
+
+    SQLAlchemy wraps the driver's OperationalError; this checks the class by name
+    so that the database-free commands never import SQLAlchemy. Only the driver's
+    own message is used: SQLAlchemy's text also shows the statement's parameters,
+    which may hold chunk bodies. Any other exception returns None (a bug keeps its
+    traceback).
+    """
+    if not any(
+        cls.__name__ == "OperationalError" and cls.__module__ == "sqlalchemy.exc"
+        for cls in type(exc).__mro__
+    ):
+        return None
+    orig = getattr(exc, "orig", None)
+    reason = " ".join(str(orig).split()) if orig is not None else ""
+    return reason or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the group and map errors to exit codes in one place."""
     try:
@@ -122,6 +142,19 @@ def main(argv: list[str] | None = None) -> None:
         # `ledger chunks | head`: the reader left; that is not an error of ours.
         sys.stderr.close()
         sys.exit(0)
+    except Exception as exc:
+        # A full disk, an I/O error or a lost database server is not a bug: one
+        # line, exit 1. The command's transaction was rolled back (or never
+        # committed), so nothing it would have recorded is in the ledger.
+        reason = database_failure(exc)
+        if reason is None:
+            raise
+        click.echo(
+            f"error: the database failed: {reason}; nothing was recorded by this command "
+            "(free disk space or fix the database, then run it again)",
+            err=True,
+        )
+        sys.exit(EXIT_INVALID)
     sys.exit(0)
 
 

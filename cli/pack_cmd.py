@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from importlib.resources import files
 from pathlib import Path
@@ -19,25 +20,45 @@ from ledger.errors import InputError, LedgerError
 
 PACK_ERROR_EXIT = 2  # the seed-001 reference's code for every failure
 SELECT_ERROR_EXIT = 1  # the seed-000 reference's code for invalid input
+MAX_SELECT_INPUT = 64 << 20  # bytes of stdin `ledger select` reads at most
 
 
 def _default_fixture() -> str:
     return str(files("ledger_fixtures").joinpath("seed001-chunks.json"))
 
 
-def _read_fixture(path: Path) -> bytes:
+def _read_fixture(path: Path) -> tuple[bytes, int]:
+    """The fixture's bytes and permission bits. Only a regular file is read: the
+    file is opened without blocking (a named pipe with no writer is refused, not
+    waited for) and a device (/dev/zero) is refused before any read."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise InputError(f"fixture does not exist: {path}") from None
     except IsADirectoryError:
         raise InputError(f"fixture is a directory, not a file: {path}") from None
     except OSError as exc:
         raise InputError(f"cannot read fixture {path}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            if stat.S_ISDIR(mode):
+                raise InputError(f"fixture is a directory, not a file: {path}")
+            raise InputError(f"fixture is not a regular file (a device, pipe or socket): {path}")
+        with open(fd, "rb") as handle:
+            return handle.read(), stat.S_IMODE(mode)
+    except OSError as exc:
+        raise InputError(f"cannot read fixture {path}: {exc.strerror or exc}") from None
 
 
-def _write_pack(path: Path, text: str) -> Path:
-    """Write atomically (a temporary file renamed over the target): all or nothing."""
+def _write_pack(path: Path, text: str, fixture_mode: int = 0o666) -> Path:
+    """Write atomically (a temporary file renamed over the target): all or nothing.
+
+    The file gets the mode a plain open() would give it (as the reference's
+    does), but never more group or other permission than the fixture it was
+    made from: the pack holds the fixture's chunk bodies.
+    """
     import tempfile  # only when a pack is written: keeps `ledger pack` start-up small
 
     target = path.resolve()
@@ -49,10 +70,11 @@ def _write_pack(path: Path, text: str) -> Path:
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
                 handle.write(text)
-            # mkstemp creates 0600; give the file the mode a plain open() would.
+            # mkstemp creates 0600; give the file the mode a plain open() would,
+            # limited for group and others to what the fixture allows them.
             umask = os.umask(0)
             os.umask(umask)
-            os.chmod(temporary, 0o666 & ~umask)
+            os.chmod(temporary, 0o666 & ~umask & (0o600 | (fixture_mode & 0o066)))
             os.replace(temporary, target)
         except BaseException:
             os.unlink(temporary)
@@ -75,7 +97,9 @@ def _write_pack(path: Path, text: str) -> Path:
     "json_pack",
     default=None,
     metavar="PATH",
-    help="Also write the pack as JSON (UTF-8, indent 2, keys sorted); parents are created.",
+    help="Also write the pack as JSON (UTF-8, indent 2, keys sorted); parents are created. "
+    "The file gets the mode a plain open() gives (umask), but no more group or other "
+    "permission than the fixture has: it holds the fixture's chunk bodies.",
 )
 def pack_command(fixture: str | None, json_pack: str | None) -> None:
     """Build a seed-001 context pack from a fixture file; no database.
@@ -95,11 +119,12 @@ def pack_command(fixture: str | None, json_pack: str | None) -> None:
 
     try:
         path = Path(fixture) if fixture is not None else Path(_default_fixture())
-        result = build_fixture_pack(_read_fixture(path), source=str(path))
+        data, fixture_mode = _read_fixture(path)
+        result = build_fixture_pack(data, source=str(path))
         lines = list(result.lines)
         if json_pack is not None:
             text = json.dumps(result.pack, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
-            written = _write_pack(Path(json_pack), text)
+            written = _write_pack(Path(json_pack), text, fixture_mode)
             lines.append(f"wrote {written}")
     except LedgerError as exc:
         click.echo(f"context pack error: {exc}", err=True)
@@ -117,7 +142,7 @@ def select_command() -> None:
     "required", "content"}]}`. Prints `{"ok": true, "result": {"selected",
     "omitted", "used"}}` and exits 0, or `{"ok": false, "error": "..."}` and
     exits 1 for invalid input (duplicate keys, NaN, extra fields, a boolean as
-    an integer, required items over the budget).
+    an integer, required items over the budget, more than 64 MiB of input).
 
     \b
     Example:
@@ -127,8 +152,14 @@ def select_command() -> None:
     from ledger.budgeted import run
     from ledger.strictjson import loads_strict
 
-    data = sys.stdin.buffer.read()
+    # Bounded: `ledger select < /dev/zero` (or an endless pipe) must end.
+    data = sys.stdin.buffer.read(MAX_SELECT_INPUT + 1)
     try:
+        if len(data) > MAX_SELECT_INPUT:
+            raise InputError(
+                f"stdin: input larger than {MAX_SELECT_INPUT >> 20} MiB; "
+                "the selector reads at most that much"
+            )
         result = run(loads_strict(data, source="stdin"))
     except LedgerError as exc:
         click.echo(json.dumps({"ok": False, "error": str(exc)}, sort_keys=True))

@@ -62,16 +62,20 @@ class Inputs:
     scope: str = DOCUMENTS  # which versions are candidates, and with which order
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        # `scope` only when it is not the default: packs recorded under schema
+        # 0001 (no scope) were document packs, and their digests must still hold.
+        data: dict[str, Any] = {
             "as_of": self.as_of,
             "subject": self.subject,
             "grants": list(self.grants),
             "policy": self.policy.to_json(),
             "budget": self.budget,
             "counter": self.counter,
-            "scope": self.scope,
             "selector_version": SELECTOR_VERSION,
         }
+        if self.scope != DOCUMENTS:
+            data["scope"] = self.scope
+        return data
 
     @property
     def is_transcript(self) -> bool:
@@ -261,18 +265,18 @@ def decide(inputs: Inputs, candidates: Iterable[Candidate]) -> Context:
 def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
     """SPEC: policy snapshot, grants, as-of, budget, selector version, counter and
     the sorted candidate record digests (and the scope, which picks the order)."""
-    return digest_trusted(
-        {
-            "as_of": inputs.as_of,
-            "budget": inputs.budget,
-            "candidates": sorted(candidate_digests),
-            "counter": inputs.counter,
-            "grants": list(inputs.grants),
-            "policy": inputs.policy.to_json(),
-            "scope": inputs.scope,
-            "selector_version": SELECTOR_VERSION,
-        }
-    )
+    data: dict[str, Any] = {
+        "as_of": inputs.as_of,
+        "budget": inputs.budget,
+        "candidates": sorted(candidate_digests),
+        "counter": inputs.counter,
+        "grants": list(inputs.grants),
+        "policy": inputs.policy.to_json(),
+        "selector_version": SELECTOR_VERSION,
+    }
+    if inputs.scope != DOCUMENTS:  # as in Inputs.to_json: schema-0001 packs hash unchanged
+        data["scope"] = inputs.scope
+    return digest_trusted(data)
 
 
 def pack_digest(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +54,11 @@ def _read(path: str, what: str) -> bytes:
     if os.path.isdir(path):
         raise InputError(f"{path}: is a directory; name the {what} file")
     try:
-        with open(path, "rb") as f:
+        # Without blocking: a named pipe with no writer is refused, not waited for.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError(f"{path}: is not a regular file (device, pipe or socket)")
             return f.read()
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None

@@ -113,10 +113,21 @@ def _iter_jsonl(path: str, progress: Progress | None) -> Iterator[tuple[str, Any
                 obj = loads_strict(raw)
             except StrictJSONError as exc:
                 field = _field_of(_lenient_loads(raw))
-                raise InputError(f"{where}: {_field_prefix(field)}{exc}") from None
+                error = _line_error(raw, exc)
+                raise InputError(f"{where}: {_field_prefix(field)}{error}") from None
             yield where, obj
         if lineno == 0:
             raise InputError(f"{path}: empty file; expected one chunk record per line")
+
+
+def _line_error(raw: bytes, exc: StrictJSONError) -> StrictJSONError:
+    """The error of a line parsed without its line ending, so that a position
+    names the line itself (`line 1, column 16`), not the empty one after it."""
+    try:
+        loads_strict(raw.rstrip(b"\r\n"))
+    except StrictJSONError as inline:
+        return inline
+    return exc
 
 
 def _iter_json(
@@ -315,7 +326,7 @@ def read_records(
             raw = _iter_json(path, fmt, notes, progress)
         for where, obj in raw:
             try:
-                yield where, validate_chunk(obj)
+                yield where, validate_chunk(obj, allow_nul=False)
             except RecordError as exc:
                 field = f"field '{exc.field}': " if exc.field else ""
                 raise InputError(f"{where}: {field}{exc.rule}") from None
@@ -628,6 +639,8 @@ def ingest(
     for path in paths:
         _check_input_file(path)
         detect_format(path, fmt)
+    if priorities is not None:
+        _check_input_file(priorities)  # a named pipe or /dev/zero would hang the read
     notes: list[str] = []
     with write_transaction(engine) as conn:
         seq = reserve_entry(conn, "ingest")

@@ -148,12 +148,15 @@ def _text(value: Any, name: str, maximum: int) -> str:
     return text
 
 
-def _encodable(value: str, name: str) -> None:
+def _encodable(value: str, name: str, allow_nul: bool = True) -> None:
     if not value.isascii():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise RecordError(name, "must not contain a lone surrogate") from None
+    if not allow_nul and "\x00" in value:
+        # PostgreSQL text cannot hold U+0000; refused on every backend alike.
+        raise RecordError(name, "must not contain a NUL character (U+0000)")
 
 
 def identifier(value: Any, name: str) -> str:
@@ -206,11 +209,18 @@ def check_fields(obj: Mapping[str, Any], expected: frozenset[str]) -> None:
 
 
 def validate_chunk(
-    obj: Any, *, max_content: int = LEDGER_MAX_CONTENT, strip_content: bool = False
+    obj: Any,
+    *,
+    max_content: int = LEDGER_MAX_CONTENT,
+    strip_content: bool = False,
+    allow_nul: bool = True,
 ) -> ChunkRecord:
     """Validate one chunk object by SPEC's chunk table; return it as stored.
 
     Fixture mode (`ledger pack`): `max_content=10_000, strip_content=True`.
+    Ingest passes `allow_nul=False`: the ledger refuses U+0000 in the free-text
+    fields (`source_uri`, `source_version`, `content`) on every backend, since
+    PostgreSQL text cannot hold it; the other fields' patterns exclude it already.
     Raises `RecordError` naming the field and the rule, e.g. `str(e) ==
     "estimated_tokens must be an integer"`.
     """
@@ -224,7 +234,7 @@ def validate_chunk(
     source_uri = _text(obj["source_uri"], "source_uri", MAX_URI)
     if URI_RE.fullmatch(source_uri) is None:
         raise RecordError("source_uri", "must be an absolute URI")
-    _encodable(source_uri, "source_uri")
+    _encodable(source_uri, "source_uri", allow_nul)
     trust = _text(obj["trust"], "trust", MAX_SHORT_TEXT)
     if trust not in _TRUST_SET:
         raise RecordError("trust", f"is unsupported: {trust!r}")
@@ -239,14 +249,14 @@ def validate_chunk(
         raise RecordError("required", "must be a boolean")
     chunk_id = identifier(obj["id"], "id")
     source_version = _text(obj["source_version"], "source_version", MAX_SOURCE_VERSION)
-    _encodable(source_version, "source_version")
+    _encodable(source_version, "source_version", allow_nul)
     required_permission = identifier(obj["required_permission"], "required_permission")
     dedupe_key = identifier(obj["dedupe_key"], "dedupe_key")
     tokens = integer(obj["estimated_tokens"], "estimated_tokens", 1, MAX_TOKENS)
     priority = integer(obj["priority"], "priority", 0, MAX_PRIORITY)
     raw_content = obj["content"]
     stripped = _text(raw_content, "content", max_content)
-    _encodable(stripped, "content")
+    _encodable(stripped, "content", allow_nul)
     return ChunkRecord(
         id=chunk_id,
         section=section,

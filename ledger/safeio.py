@@ -33,6 +33,7 @@ CONFIRM_WORD = "OVERWRITE"
 STAGING_PREFIX = ".ledger-transcript-"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 class UnsafeOutputError(RefusedError):
@@ -48,11 +49,20 @@ class StagingError(RefusedError):
 
 
 def read_input(path: Path, *, what: str) -> bytes:
-    """Read a whole input file as bytes, opened read-only."""
+    """Read a whole input file as bytes, opened read-only.
+
+    Opened without blocking, so a named pipe with no writer is refused at once
+    instead of hanging; only a regular file is read (never /dev/zero).
+    """
     try:
-        with open(path, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise InputError(f"{path}: the {what} is not a regular file")
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            if stat.S_ISDIR(mode):
+                raise InputError(f"{path}: the {what} is a directory, not a file")
+            raise InputError(f"{path}: the {what} is not a regular file")
+        with open(fd, "rb") as handle:
             return handle.read()
     except IsADirectoryError:
         raise InputError(f"{path}: the {what} is a directory, not a file") from None

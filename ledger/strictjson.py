@@ -145,8 +145,11 @@ def _check_strings(value: Any) -> None:
                     text.encode("utf-8")
                 except UnicodeEncodeError as exc:
                     code = ord(text[exc.start])
+                    # Not the string itself: it may be a chunk body, which
+                    # messages never show.
                     raise StrictJSONError(
-                        f"lone surrogate \\u{code:04x} in JSON string {text[:40]!r}"
+                        f"lone surrogate \\u{code:04x} at character {exc.start + 1} "
+                        f"of a JSON string of {len(text)} characters"
                     ) from None
 
 

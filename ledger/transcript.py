@@ -197,7 +197,10 @@ def _show(value: Any) -> str:
 def loads_strict(text: str) -> Any:
     """Parse JSON text refusing duplicate keys and non-finite numbers.
 
-    Raises ValueError with a short message (no position prefix).
+    Raises ValueError with a short message (no position prefix). Nesting deeper
+    than the interpreter's recursion limit and integers of more than 4300 digits
+    are refused too (the decoder raises RecursionError, or a ValueError with a
+    hint about `sys.set_int_max_str_digits`, for those).
     """
     try:
         return _DECODER.decode(text)
@@ -207,6 +210,12 @@ def loads_strict(text: str) -> Any:
         raise ValueError(f"non-finite JSON number {exc.args[0]}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:
+        if "digits" in str(exc):  # int() refuses more than 4300 digits
+            raise ValueError("JSON integer has more than 4300 digits") from None
+        raise
+    except RecursionError:
+        raise ValueError("JSON nesting too deep (about 1,000 levels at most)") from None
 
 
 _PROMPT, _ASSISTANT, _RESULT = "prompt", "assistant", "result"

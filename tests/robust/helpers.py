@@ -1,0 +1,231 @@
+"""What the robustness tests share: the CLI in a subprocess (with a timeout and
+resource limits), the state of a ledger on either backend, generated inputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import inspect, text
+
+from tests.conftest import FIXTURE, chunk
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = json.loads(FIXTURE.read_text(encoding="utf-8"))
+# The seed-001 request as ledger commands (grants and policy).
+SEED_GRANTS = ("policy-read", "state-read", "user-input", "public-read")
+SEED_TRUST = ("application-policy", "confirmed-state", "approved-source", "user-input")
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished `ledger` subprocess; output decoded leniently (hostile input may
+    make a buggy command print anything)."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def ledger_cmd(*args: str, db: str | Path | None = None) -> list[str]:
+    cmd = [sys.executable, "-m", "ledger_cli"]
+    if db is not None:
+        cmd += ["--db", str(db)]
+    return cmd + list(args)
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
+
+
+def run(
+    *args: str,
+    db: str | Path | None = None,
+    input: bytes | None = None,
+    stdin: Any = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+    preexec_fn: Callable[[], None] | None = None,
+    check: bool = False,
+) -> Run:
+    """Run `ledger ARGS...` as a user does; a hang fails the test at `timeout`."""
+    proc = subprocess.run(
+        ledger_cmd(*args, db=db),
+        input=input,
+        stdin=stdin,
+        capture_output=True,
+        cwd=cwd,
+        env=clean_env(),
+        timeout=timeout,
+        preexec_fn=preexec_fn,
+    )
+    out = Run(
+        tuple(args),
+        proc.returncode,
+        proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
+    )
+    if check and out.returncode != 0:
+        raise AssertionError(f"ledger {' '.join(args)} exited {out.returncode}: {out.stderr}")
+    return out
+
+
+def file_size_limit(limit: int) -> Callable[[], None]:
+    """A preexec_fn: writes beyond `limit` bytes of any file fail with EFBIG.
+
+    SIGXFSZ is ignored (as CPython does at start-up anyway), so the write
+    returns an error instead of killing the process: a full disk, as the
+    program sees it.
+    """
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def one_error_line(result: Run, code: int = 1, prefix: str = "error: ") -> str:
+    """SPEC: the exit code, nothing on stdout, one line on stderr, no traceback."""
+    assert result.returncode == code, (result.args, result.returncode, result.stderr[-2000:])
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stdout == "", result.stdout[:500]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr[-2000:]
+    assert lines[0].startswith(prefix), lines[0]
+    return lines[0][len(prefix):]
+
+
+def sqlite_url(path: Path) -> str:
+    return "sqlite:///" + str(path)
+
+
+@dataclass(frozen=True)
+class State:
+    """Row counts of every table and the chain head: equal before and after a
+    refused command, on either backend."""
+
+    counts: dict[str, int]
+    head: tuple[int, str] | None
+
+
+def state(url: str) -> State:
+    from ledger.db import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            tables = sorted(t for t in inspect(conn).get_table_names() if t != "alembic_version")
+            counts = {
+                t: conn.execute(text(f'SELECT count(*) FROM "{t}"')).scalar_one() for t in tables
+            }
+            head = conn.execute(
+                text("SELECT seq, entry_hash FROM entries ORDER BY seq DESC LIMIT 1")
+            ).first()
+    finally:
+        engine.dispose()
+    return State(counts, None if head is None else (head[0], head[1]))
+
+
+def verify_ok(url: str) -> int:
+    """Verify in-process (the code `ledger verify` runs); return the entry count."""
+    from ledger.audit import verify
+    from ledger.db import open_engine, read_transaction
+
+    engine = open_engine(url)
+    try:
+        with read_transaction(engine) as conn:
+            result = verify(conn)
+    finally:
+        engine.dispose()
+    assert result.ok, result.first_bad
+    return result.entries
+
+
+def cli_verify_ok(url: str) -> dict[str, Any]:
+    """`ledger verify --json` in a subprocess: exit 0 and ok."""
+    result = run("verify", "--json", db=url, check=True)
+    data: dict[str, Any] = json.loads(result.stdout)
+    assert data["ok"] is True and data["first_bad"] is None, data
+    return data
+
+
+def count_versions(url: str, id_prefix: str) -> int:
+    from ledger.db import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(
+                conn.execute(
+                    text("SELECT count(*) FROM chunk_versions WHERE chunk_id LIKE :p"),
+                    {"p": id_prefix + "%"},
+                ).scalar_one()
+            )
+    finally:
+        engine.dispose()
+
+
+def pack_numbers(url: str) -> list[int]:
+    from ledger.db import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [r[0] for r in conn.execute(text("SELECT pack_no FROM packs ORDER BY pack_no"))]
+    finally:
+        engine.dispose()
+
+
+def record_line(i: int, prefix: str, content: str) -> str:
+    """One chunk record of a generated file, as a JSON line (varied fields)."""
+    trusts = ("approved-source", "user-input", "confirmed-state", "unverified")
+    perms = ("public-read", "public-read", "state-read", "legal-read")
+    rec = chunk(
+        id=f"{prefix}{i:06d}",
+        source_uri=f"doc://{prefix}/{i}",
+        section=("evidence", "state", "policy", "current-input")[i % 4],
+        trust=trusts[i % 4],
+        required_permission=perms[(i // 4) % 4],
+        dedupe_key=f"{prefix}{i:06d}",
+        effective_from=f"2026-0{1 + i % 9}-1{i % 10}",
+        estimated_tokens=5 + i % 60,
+        priority=i % 101,
+        content=f"{content} {i}",
+    )
+    if i % 10 in (0, 1):  # pairs share a dedupe key: same section, permission and trust
+        rec.update(dedupe_key=f"{prefix}pair{i // 10:06d}", section="evidence",
+                   trust="approved-source", required_permission="public-read")
+    return json.dumps(rec, ensure_ascii=False)
+
+
+def write_generated(path: Path, n: int, prefix: str, content: str = "Generated body.") -> Path:
+    """A JSON Lines file of `n` valid chunk records with ids `prefix` + number."""
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(record_line(i, prefix, content) + "\n")
+    return path
+
+
+def write_lines(path: Path, lines: Iterable[bytes]) -> Path:
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return path
+
+
+def seed_ledger(url: str) -> None:
+    """The seed-001 fixture, its request as grants and policy, and one pack."""
+    run("init", db=url, check=True)
+    run("ingest", str(FIXTURE), db=url, check=True)
+    run("subject", "grant", "default", *SEED_GRANTS, db=url, check=True)
+    args = [a for t in SEED_TRUST for a in ("--allow-trust", t)]
+    run("policy", "set", *args, "--budget", "170", db=url, check=True)
+    run("build", "--as-of", "2026-07-21", db=url, check=True)
