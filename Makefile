@@ -44,8 +44,6 @@ demo: $(STAMP)
 	@echo; echo "== ledger report 1 (open it in a browser)"; $(LEDGER) report 1 -o $(DEMO)/pack-1.html
 	@echo; echo "== ledger pack (the seed-001 drop-in, no database)"; $(BIN)/ledger pack
 
-# The whole suite, then the pure core again under `python -O` (no check may
-# depend on `assert`).
 # Headless Chromium for the report tests (Debian's; the tests drive it offline).
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -53,8 +51,10 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    chromium fonts-liberation fonts-dejavu-core >/dev/null; }
 
+# One worker per core (a test module stays on one worker), then the pure core
+# again under `python -O`: no check may depend on `assert`.
 test: $(STAMP) postgres chromium
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 	$(BIN)/python -O -m pytest -q -p no:cacheprovider tests/core
 
 bench: $(STAMP) postgres chromium
