@@ -449,6 +449,9 @@ def _insert_rows(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
     compiled = insert(versions).compile(dialect=conn.dialect, column_keys=list(_ROW_COLUMNS))
     if compiled.positional and tuple(compiled.positiontup or ()) == _ROW_COLUMNS:
         conn.exec_driver_sql(str(compiled), rows)
+    elif not compiled.positional and set(compiled.binds) == set(_ROW_COLUMNS):
+        # Named parameters (psycopg): dicts straight to the driver, same reason.
+        conn.exec_driver_sql(str(compiled), [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows])
     else:
         conn.execute(insert(versions), [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows])
 
