@@ -39,9 +39,20 @@ def _baseline(db_file: Path, candidates: list[Any], budget: int, vid_of: dict[st
         rows.append((10**6, vid_of[e.candidate.record_digest], REASON_CODES[e.reason], e.candidate.tokens, None,
                      e.detail.get("remaining"), vid_of[ref["record_digest"]] if ref else None))
     con = sqlite3.connect(db_file, isolation_level=None)
+    # The ledger's own pragmas (ledger.db): foreign keys are checked on every row.
+    con.execute("PRAGMA foreign_keys=ON")
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=FULL")
     con.execute("BEGIN IMMEDIATE")
+    # The pack row the decisions reference, as the ledger writes it.
+    con.execute(
+        "INSERT INTO entries (seq, kind, payload_digest, prev_hash, entry_hash, recorded_at) "
+        "VALUES (?, 'pack', ?, ?, ?, '')", (10**6, "0" * 64, "0" * 64, "b" * 64))
+    con.execute(
+        "INSERT INTO packs (pack_no, entry_seq, ledger_mark, as_of, subject, budget, used, counter, "
+        "selector_version, scope, grants, policy, candidate_count, input_digest, pack_digest) "
+        "VALUES (?, ?, 0, ?, 'default', ?, 0, 'estimated_tokens', 'x', 'documents', '[]', '{}', ?, ?, ?)",
+        (10**6, 10**6, AS_OF, budget, len(rows), "0" * 64, "0" * 64))
     con.executemany(
         "INSERT INTO decisions (pack_no, vid, status, tokens, position, remaining, ref_vid) VALUES (?,?,?,?,?,?,?)",
         rows,
@@ -49,6 +60,8 @@ def _baseline(db_file: Path, candidates: list[Any], budget: int, vid_of: dict[st
     con.execute("COMMIT")
     elapsed = time.perf_counter() - t0
     con.execute("DELETE FROM decisions WHERE pack_no = ?", (10**6,))
+    con.execute("DELETE FROM packs WHERE pack_no = ?", (10**6,))
+    con.execute("DELETE FROM entries WHERE seq = ?", (10**6,))
     con.close()
     return elapsed
 
@@ -89,7 +102,8 @@ def bench_build(n: int, tmp: Path, extra_packs: int = 3) -> list[dict[str, Any]]
     ours = min(times)
     return [
         {"bench": f"build {n:,} candidates", "ours": ours, "baseline": base, "unit": "s",
-         "target": "ratio <= 3", "ok": ours / base <= 3, "note": f"{len(data['evicted']):,} evictions"},
+         "target": "ratio <= 3", "ok": ours / base <= 3,
+         "note": f"{len(data['evicted']):,} evictions; baseline: select + raw sqlite3 insert, same pragmas"},
         {"bench": f"db bytes per eviction ({n:,})", "ours": per_eviction, "baseline": None, "unit": "B",
          "target": "<= 40", "ok": per_eviction <= 40, "note": "file growth incl. pack rows and index"},
     ]

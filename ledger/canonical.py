@@ -113,3 +113,12 @@ def _mapping(value: Any) -> Any:
 _TRUSTED = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_mapping
 )
+
+
+def digest_presorted(value: Any) -> str:
+    """`digest_trusted` for values whose objects are all built with sorted keys
+    (the pack manifest): the same bytes without a sort per object."""
+    return hashlib.sha256(_PRESORTED.encode(value).encode("utf-8")).hexdigest()
+
+
+_PRESORTED = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_mapping)
