@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -46,9 +48,6 @@ def build_command(
     ledger build --batch nightly.jsonl --keep-going
     ledger build --transcript chat.jsonl --priorities chat.priorities.json --budget 20000
     """
-    from ledger.db import read_transaction
-    from ledger.packs import pack_json
-
     if transcript is not None:
         _build_transcript(settings, transcript, priorities, budget, subject, ledger_at, as_of, batch, as_json)
         return
@@ -75,9 +74,20 @@ def build_command(
         raise click.UsageError("missing --as-of DATE (or --batch FILE.jsonl)")
     from ledger.build import build_pack
 
+    _record_and_print(
+        settings, lambda engine: build_pack(engine, as_of, subject, budget, counter, ledger_at), as_json
+    )
+
+
+def _record_and_print(settings: Settings, record: Callable[[Any], int], as_json: bool) -> None:
+    """Run one recording function on the ledger and print the pack it recorded."""
+    from ledger.db import read_transaction
+    from ledger.packs import pack_json
+    from ledger_cli.packs_cmd import render_pack
+
     engine = open_ledger(settings)
     try:
-        pack_no = build_pack(engine, as_of, subject, budget, counter, ledger_at)
+        pack_no = record(engine)
         with read_transaction(engine) as conn:
             data = pack_json(conn, pack_no)
     finally:
@@ -85,8 +95,6 @@ def build_command(
     if as_json:
         echo_json(data)
     else:
-        from ledger_cli.packs_cmd import render_pack
-
         click.echo(render_pack(data))
 
 
@@ -95,8 +103,6 @@ def _build_transcript(
     ledger_at: int | None, as_of: str | None, batch: str | None, as_json: bool,
 ) -> None:
     from ledger.build import build_transcript_pack
-    from ledger.db import read_transaction
-    from ledger.packs import pack_json
 
     if as_of is not None or batch is not None:
         raise click.UsageError("--transcript builds one continuation: drop --as-of/--batch")
@@ -105,19 +111,11 @@ def _build_transcript(
     ctx = click.get_current_context()
     if ctx.get_parameter_source("subject") == click.core.ParameterSource.DEFAULT:
         subject = "transcript"
-    engine = open_ledger(settings)
-    try:
-        pack_no = build_transcript_pack(engine, source, priorities, budget, subject, ledger_at)
-        with read_transaction(engine) as conn:
-            data = pack_json(conn, pack_no)
-    finally:
-        engine.dispose()
-    if as_json:
-        echo_json(data)
-    else:
-        from ledger_cli.packs_cmd import render_pack
-
-        click.echo(render_pack(data))
+    _record_and_print(
+        settings,
+        lambda engine: build_transcript_pack(engine, source, priorities, budget, subject, ledger_at),
+        as_json,
+    )
 
 
 def _run_batch(settings: Settings, path: str, counter: str, keep_going: bool, as_json: bool) -> None:
