@@ -35,28 +35,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen import write_jsonl  # noqa: E402
 
+from ledger.ingest import _ROW_COLUMNS as COLUMNS  # noqa: E402 - the columns ingest writes, in order
+
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 1
 RATIO_TARGET = 3.0
 MEMORY_TARGET_MB = 300
-COLUMNS = (
-    "chunk_id",
-    "source_version",
-    "section",
-    "source_uri",
-    "effective_from",
-    "expires_on",
-    "required_permission",
-    "trust",
-    "dedupe_key",
-    "estimated_tokens",
-    "priority",
-    "required",
-    "content",
-    "content_digest",
-    "record_digest",
-    "batch_seq",
-)
 
 
 def _migrated(path: Path) -> str:
