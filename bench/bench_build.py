@@ -12,8 +12,6 @@ eviction, and a 1,000-line `--batch` over 1,000 candidates in packs per second.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sqlite3
 import sys
 import tempfile
@@ -139,13 +137,9 @@ def rows(quick: bool) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    sys.path.insert(0, os.path.dirname(__file__))
-    from table import print_table
+    from table import run_main
 
-    print_table(rows(args.quick))
+    run_main(__doc__, rows)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ and reads, on a throwaway server on 127.0.0.1 (tests/pgserver.py).
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
 import sys
@@ -203,12 +202,9 @@ def rows(quick: bool) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    from table import print_table
+    from table import run_main
 
-    print_table(rows(args.quick))
+    run_main(__doc__, rows)
 
 
 if __name__ == "__main__":

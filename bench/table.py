@@ -35,3 +35,12 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print("  ".join("-" * w for w in widths))
     for b in body:
         print("  ".join(c.ljust(w) for c, w in zip(b, widths)))
+
+
+def run_main(doc: str | None, rows: Any) -> None:
+    """The command line of a bench module: `[--quick]`, then print its rows' table."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    print_table(rows(parser.parse_args().quick))
