@@ -145,46 +145,42 @@ def why_evicted(
     cache: dict[int, Any] = {}
     out = []
     for v in rows:
-        r = versions.alias("r")
+        # Only what the answer shows; a pack's snapshots are read for the packs
+        # that get a hint, and referenced versions in one query: a version has a
+        # decision in every pack, so this runs over thousands of rows.
         q = (
             select(
                 decisions.c.pack_no, decisions.c.status, decisions.c.tokens, decisions.c.remaining,
-                packs.c.pack_digest, packs.c.as_of, packs.c.subject, packs.c.budget, packs.c.grants,
-                packs.c.policy, packs.c.counter, packs.c.ledger_mark, packs.c.scope,
-                r.c.chunk_id.label("ref_id"), r.c.source_version.label("ref_version"),
-                r.c.record_digest.label("ref_digest"),
+                decisions.c.ref_vid, packs.c.pack_digest, packs.c.as_of, packs.c.subject, packs.c.budget,
             )
-            .select_from(
-                decisions.join(packs, packs.c.pack_no == decisions.c.pack_no).outerjoin(
-                    r, r.c.vid == decisions.c.ref_vid
-                )
-            )
+            .select_from(decisions.join(packs, packs.c.pack_no == decisions.c.pack_no))
             .where(decisions.c.vid == v.vid)
             .order_by(decisions.c.pack_no.desc())
         )
         if pack_no is not None:
             q = q.where(decisions.c.pack_no == pack_no)
-        full = conn.execute(
-            select(versions).where(versions.c.vid == v.vid)
-        ).one()
+        found = conn.execute(q).all()
+        full = conn.execute(select(versions).where(versions.c.vid == v.vid)).one()
+        refs = _referenced(conn, {d.ref_vid for d in found if d.ref_vid is not None})
         items = []
         hinted = False
-        for d in conn.execute(q):
+        for d in found:
             reason = reason_of(d.status, d.pack_no)
             item: dict[str, Any] = {
                 "pack": d.pack_no,
                 "pack_digest": d.pack_digest,
                 "as_of": d.as_of,
                 "subject": d.subject,
-                "admitted": d.status == 0,
+                "admitted": reason is None,
                 "reason": reason,
-                "detail": None if reason is None else detail_of(reason, _DetailRow(full, d)),
+                "detail": None if reason is None else detail_of(reason, _DetailRow(full, d, refs.get(d.ref_vid))),
                 "tokens": d.tokens,
                 "budget": d.budget,
             }
             if reason is not None and (hints == "all" or (hints == "newest" and not hinted) or pack_no is not None):
                 if hints != "none":
-                    item["would_admit"] = hint_for(conn, d, v.record_digest, cache)
+                    head = conn.execute(select(packs).where(packs.c.pack_no == d.pack_no)).one()
+                    item["would_admit"] = hint_for(conn, head, v.record_digest, cache)
                     hinted = True
             items.append(item)
         entry: dict[str, Any] = {
@@ -201,16 +197,33 @@ def why_evicted(
     return {"ref": ref, "versions": out}
 
 
-class _DetailRow:
-    """Adapts a version row plus a decision row to what `detail_of` reads."""
+_NO_REF = (None, None, None)
 
-    def __init__(self, version: Any, decision: Any) -> None:
+
+def _referenced(conn: Connection, vids: set[int]) -> dict[int, tuple[Any, Any, Any]]:
+    """(id, source_version, record_digest) of the versions that decisions refer to."""
+    if not vids:
+        return {}
+    rows = conn.execute(
+        select(versions.c.vid, versions.c.chunk_id, versions.c.source_version, versions.c.record_digest)
+        .where(versions.c.vid.in_(sorted(vids)))
+    )
+    return {r.vid: (r.chunk_id, r.source_version, r.record_digest) for r in rows}
+
+
+class _DetailRow:
+    """Adapts a version row, a decision row and the version it refers to (a
+    version that no longer exists reads as None) to what `detail_of` reads."""
+
+    __slots__ = ("_v", "tokens", "remaining", "ref_id", "ref_version", "ref_digest")
+
+    def __init__(self, version: Any, decision: Any, referenced: tuple[Any, Any, Any] | None) -> None:
         self._v = version
-        self._d = decision
+        self.tokens = decision.tokens
+        self.remaining = decision.remaining
+        self.ref_id, self.ref_version, self.ref_digest = referenced or _NO_REF
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("tokens", "remaining", "ref_id", "ref_version", "ref_digest"):
-            return getattr(self._d, name)
         return getattr(self._v, name)
 
 
