@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import uuid
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -72,15 +72,6 @@ def db_path(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def engine(db_path: Path):  # type: ignore[no-untyped-def]
-    from ledger.db import open_engine
-
-    eng = open_engine("sqlite:///" + str(db_path))
-    yield eng
-    eng.dispose()
-
-
 def chunk(**overrides: Any) -> dict[str, Any]:
     """A valid chunk record; tests override the fields they care about."""
     rec: dict[str, Any] = {
@@ -117,10 +108,12 @@ BACKENDS = [b for b in os.environ.get("LEDGER_TEST_BACKENDS", "sqlite,postgresql
 @pytest.fixture(scope="session")
 def pg_server():  # type: ignore[no-untyped-def]
     """One throwaway PostgreSQL cluster for the whole run, stopped by its pid."""
-    from tests import pgserver
+    from tests import dbtools, pgserver
 
     server = pgserver.start()
+    dbtools.SERVER = server
     yield server
+    dbtools.SERVER = None
     pgserver.stop(server)
 
 
@@ -138,20 +131,83 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_backend(request: pytest.FixtureRequest) -> str:
+    """The backend of a module-scoped ledger (a history built once, read by many tests)."""
+    if request.param == "postgresql":
+        request.getfixturevalue("pg_server")
+    return str(request.param)
+
+
 @pytest.fixture
-def db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
-    """A fresh ledger on each backend, created by the real migrations."""
+def new_db(request: pytest.FixtureRequest, backend: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Make fresh ledgers (by `ledger init`) on this test's backend: `new_db(name)`."""
+    from tests import dbtools
+
+    if backend == "postgresql":
+        request.getfixturevalue("pg_server")
+
+    made: list[str] = []
+
+    def make(name: str = "ledger") -> str:
+        made.append(dbtools.new_ledger(tmp_path / name, backend, name))
+        return made[-1]
+
+    yield make
+    for db in made:
+        dbtools.drop(db)
+
+
+@pytest.fixture(scope="session")
+def pg_migrated_template(pg_server):  # type: ignore[no-untyped-def]
+    """A PostgreSQL database upgraded to head by the real migrations, once per
+    session; `db_url` copies it (CREATE DATABASE ... TEMPLATE, byte for byte)."""
     from ledger.db import make_engine
     from ledger.migrate import upgrade_to_head
+    from tests import pgserver
 
-    url = _new_database_url(request, backend, tmp_path, "ledger")
-    engine = make_engine(url, create=True)
+    name = f"migrated_{os.getpid()}_{uuid.uuid4().hex[:10]}"
+    engine = make_engine(pgserver.create_database(pg_server, name))
     upgrade_to_head(engine)
     engine.dispose()
-    return url
+    return name
 
 
 @pytest.fixture
-def empty_db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
+def db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A fresh ledger on each backend, created by the real migrations (on
+    PostgreSQL: a copy of the session's migrated template database)."""
+    from ledger.db import make_engine
+    from ledger.migrate import upgrade_to_head
+    from tests import dbtools, pgserver
+
+    if backend == "postgresql":
+        template = request.getfixturevalue("pg_migrated_template")
+        url = pgserver.create_database(dbtools.SERVER, f"ledger_{os.getpid()}_{uuid.uuid4().hex[:10]}", template)
+    else:
+        url = _new_database_url(request, backend, tmp_path, "ledger")
+        engine = make_engine(url, create=True)
+        upgrade_to_head(engine)
+        engine.dispose()
+    yield url
+    dbtools.drop(url)
+
+
+@pytest.fixture
+def ledger_engine(db_url: str):  # type: ignore[no-untyped-def]
+    """An engine on a fresh migrated ledger (`db_url`), on each backend."""
+    from ledger.db import make_engine
+
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def empty_db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     """A database URL on each backend with no schema yet (for `ledger init` tests)."""
-    return _new_database_url(request, backend, tmp_path, "empty")
+    from tests import dbtools
+
+    url = _new_database_url(request, backend, tmp_path, "empty")
+    yield url
+    dbtools.drop(url)

@@ -1,6 +1,8 @@
 """The audit answers end to end: why-evicted (with its admission hints), diff, replay.
 
-One history is built through the CLI and only read by most tests:
+One history is built through the CLI on each backend (a SQLite file and a
+database on the throwaway PostgreSQL server; the module runs once per backend)
+and only read by most tests:
 
     entry  1  ingest the seed-001 fixture
            2  grant default policy-read, state-read, user-input, public-read
@@ -29,11 +31,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import dbtools
 from tests.conftest import chunk, ledger_json, run_ledger, write_jsonl
 from tests.e2e.test_build import (
     CHUNKS,
@@ -41,7 +45,6 @@ from tests.e2e.test_build import (
     REQUEST,
     build,
     content_digest,
-    new_ledger,
     record_digest,
     ref,
     seed_ledger,
@@ -58,10 +61,10 @@ REASONS = {"permission_denied", "trust_denied", "not_yet_effective", "expired", 
 
 
 @pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The ledger of the module docstring. Tests only read it."""
+def history(tmp_path_factory: pytest.TempPathFactory, module_backend: str) -> Iterator[str]:
+    """The ledger of the module docstring, on this module run's backend. Tests only read it."""
     folder = tmp_path_factory.mktemp("history")
-    db = new_ledger(folder)
+    db = dbtools.new_ledger(folder, module_backend)
 
     def ok(*args: str) -> None:
         run_ledger(*args, db=db, check=True)
@@ -82,14 +85,15 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ok("build", "--as-of", "2026-09-15")  # 16: pack 7
     ok("ingest", str(write_jsonl(folder / "after.jsonl", [AFTER_NOTE])))  # 17
     assert run_ledger("head", db=db, check=True).stdout.startswith("17:")
-    return db
+    yield db
+    dbtools.drop(db)
 
 
-def show(db: Path, pack: int) -> dict[str, Any]:
+def show(db: str, pack: int) -> dict[str, Any]:
     return ledger_json("show", str(pack), db=db)
 
 
-def why(db: Path, *args: str) -> dict[str, Any]:
+def why(db: str, *args: str) -> dict[str, Any]:
     return ledger_json("why-evicted", *args, db=db)
 
 
@@ -122,7 +126,7 @@ PACKS = {
 }
 
 
-def test_history_packs_are_as_the_rules_say(history: Path) -> None:
+def test_history_packs_are_as_the_rules_say(history: str) -> None:
     seen_reasons: set[str] = set()
     for n, (budget, used, admitted) in PACKS.items():
         data = show(history, n)
@@ -135,7 +139,7 @@ def test_history_packs_are_as_the_rules_say(history: Path) -> None:
     assert "late-note" not in {i["id"] for i in show(history, 6)["evicted"]}
 
 
-def test_every_pack_of_the_history_replays(history: Path) -> None:
+def test_every_pack_of_the_history_replays(history: str) -> None:
     for n in PACKS:
         proc = run_ledger("replay", str(n), "--json", db=history)
         assert proc.returncode == 0, proc.stdout
@@ -151,7 +155,7 @@ def test_every_pack_of_the_history_replays(history: Path) -> None:
 # --------------------------------------------------------------------------
 
 
-def test_why_evicted_lists_every_pack_newest_first_with_details(history: Path) -> None:
+def test_why_evicted_lists_every_pack_newest_first_with_details(history: str) -> None:
     result = why(history, "shipping-note")
     assert result["ref"] == "shipping-note"
     (version,) = result["versions"]
@@ -191,7 +195,7 @@ def test_why_evicted_lists_every_pack_newest_first_with_details(history: Path) -
     }]
 
 
-def test_why_evicted_covers_every_version_of_an_id(history: Path) -> None:
+def test_why_evicted_covers_every_version_of_an_id(history: str) -> None:
     result = why(history, "current-refund-policy")
     assert [(v["source_version"], v["record_digest"]) for v in result["versions"]] == [
         ("2026-04", record_digest(CRP_V1)), ("2026-08", record_digest(CRP_V2))
@@ -216,7 +220,7 @@ def test_why_evicted_covers_every_version_of_an_id(history: Path) -> None:
     }
 
 
-def test_why_evicted_hint_for_a_revoked_permission(history: Path) -> None:
+def test_why_evicted_hint_for_a_revoked_permission(history: str) -> None:
     (legal,) = why(history, "legal-note")["versions"]
     assert decisions(legal) == [
         (7, False, "permission_denied"), (6, False, "permission_denied"), (5, False, "permission_denied"),
@@ -228,7 +232,7 @@ def test_why_evicted_hint_for_a_revoked_permission(history: Path) -> None:
     assert legal["decisions"][0]["would_admit"]["admits"] is True
 
 
-def test_why_evicted_pack_option_and_hints_choice(history: Path) -> None:
+def test_why_evicted_pack_option_and_hints_choice(history: str) -> None:
     (only_4,) = why(history, "shipping-note", "--pack", "4")["versions"]
     assert decisions(only_4) == [(4, True, None)]
     (only_1,) = why(history, "shipping-note", "--pack", show(history, 1)["pack_digest"][:12])["versions"]
@@ -249,7 +253,7 @@ def test_why_evicted_pack_option_and_hints_choice(history: Path) -> None:
     assert "pack 1" in late["not_considered"]
 
 
-def test_why_evicted_version_ingested_after_the_newest_pack(history: Path) -> None:
+def test_why_evicted_version_ingested_after_the_newest_pack(history: str) -> None:
     (after,) = why(history, "after-note")["versions"]
     assert after["decisions"] == []
     # Ingested at entry 17; the newest pack (7) saw the ledger up to entry 15.
@@ -259,7 +263,7 @@ def test_why_evicted_version_ingested_after_the_newest_pack(history: Path) -> No
     assert "never considered" in plain and "17" in plain
 
 
-def test_why_evicted_plain_output_leads_with_the_answer(history: Path) -> None:
+def test_why_evicted_plain_output_leads_with_the_answer(history: str) -> None:
     plain = run_ledger("why-evicted", "legal-note", db=history, check=True).stdout
     first = plain.splitlines()[0]
     assert "legal-note" in first and "pack 7" in first and "permission_denied" in first
@@ -269,7 +273,7 @@ def test_why_evicted_plain_output_leads_with_the_answer(history: Path) -> None:
 # REF forms -----------------------------------------------------------------
 
 
-def test_why_evicted_ref_forms(history: Path) -> None:
+def test_why_evicted_ref_forms(history: str) -> None:
     legal = CHUNKS["legal-note"]
     by_id = why(history, "legal-note")
     forms = {
@@ -290,7 +294,7 @@ def test_why_evicted_ref_forms(history: Path) -> None:
 
 
 @pytest.mark.parametrize("ref_text", ["no-such-chunk", "cafe", "deadbeef00", "0" * 64, "Not An Id!"])
-def test_why_evicted_no_match_exits_3(history: Path, ref_text: str) -> None:
+def test_why_evicted_no_match_exits_3(history: str, ref_text: str) -> None:
     all_digests = [d for rec in list(CHUNKS.values()) + [CRP_V2, LATE_NOTE, AFTER_NOTE]
                    for d in (record_digest(rec), content_digest(rec))]
     assert not any(d.startswith(ref_text) for d in all_digests)
@@ -313,12 +317,15 @@ def _colliding_contents() -> tuple[str, str, str]:
         i += 1
 
 
-def test_why_evicted_ambiguous_prefix_lists_candidates(db_path: Path, tmp_path: Path) -> None:
+def test_why_evicted_ambiguous_prefix_lists_candidates(
+    new_db: Callable[..., str], tmp_path: Path
+) -> None:
+    db = new_db()
     first, second, prefix = _colliding_contents()
     a = chunk(id="twin-a", dedupe_key="twin-a", content=first)
     b = chunk(id="twin-b", dedupe_key="twin-b", content=second)
-    run_ledger("ingest", str(write_jsonl(tmp_path / "twins.jsonl", [a, b])), db=db_path, check=True)
-    proc = run_ledger("why-evicted", prefix, db=db_path)
+    run_ledger("ingest", str(write_jsonl(tmp_path / "twins.jsonl", [a, b])), db=db, check=True)
+    proc = run_ledger("why-evicted", prefix, db=db)
     assert proc.returncode == 1
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -326,7 +333,7 @@ def test_why_evicted_ambiguous_prefix_lists_candidates(db_path: Path, tmp_path: 
     # One more character (or the whole digest) picks one of them.
     full_a = content_digest(a)
     k = next(k for k in range(9, 65) if full_a[:k] != content_digest(b)[:k])
-    (only,) = why(db_path, full_a[:k])["versions"]
+    (only,) = why(db, full_a[:k])["versions"]
     assert only["id"] == "twin-a"
     assert only["decisions"] == []
     assert "no pack" in only["not_considered"]
@@ -337,7 +344,7 @@ def test_why_evicted_ambiguous_prefix_lists_candidates(db_path: Path, tmp_path: 
 # --------------------------------------------------------------------------
 
 
-def _diff(db: Path, a: int, b: int) -> dict[str, Any]:
+def _diff(db: str, a: int, b: int) -> dict[str, Any]:
     return ledger_json("diff", str(a), str(b), db=db)
 
 
@@ -411,7 +418,7 @@ DIFFS = {
 
 
 @pytest.mark.parametrize("pair", list(DIFFS), ids=lambda p: f"{p[0]}-{p[1]}")
-def test_diff_changes_and_causes(history: Path, pair: tuple[int, int]) -> None:
+def test_diff_changes_and_causes(history: str, pair: tuple[int, int]) -> None:
     a, b = pair
     result = _diff(history, a, b)
     assert (result["from"], result["to"]) == (a, b)
@@ -421,7 +428,7 @@ def test_diff_changes_and_causes(history: Path, pair: tuple[int, int]) -> None:
     assert result["budget"] == {"from": PACKS[a][0], "to": PACKS[b][0]}
 
 
-def test_diff_plain_output_and_pack_digest_refs(history: Path) -> None:
+def test_diff_plain_output_and_pack_digest_refs(history: str) -> None:
     digest_3 = show(history, 3)["pack_digest"][:12]
     assert _diff(history, 2, 3) == ledger_json("diff", "2", digest_3, db=history)
     plain = run_ledger("diff", "3", "4", db=history, check=True).stdout
@@ -432,25 +439,26 @@ def test_diff_plain_output_and_pack_digest_refs(history: Path) -> None:
     assert missing.returncode == 3
 
 
-def test_diff_version_change_caused_by_a_grant(db_path: Path, tmp_path: Path) -> None:
+def test_diff_version_change_caused_by_a_grant(new_db: Callable[..., str], tmp_path: Path) -> None:
     """Two versions needing different permissions: revoking the newer one's
     permission brings back the older version, and the cause is the grant."""
+    db = new_db()
     v1 = chunk(id="manual", source_version="1", effective_from="2026-01-01",
                required_permission="public-read", content="Manual for everyone.")
     v2 = dict(v1, source_version="2", effective_from="2026-03-01", required_permission="staff-read",
               content="Manual for staff.")
-    run_ledger("ingest", str(write_jsonl(tmp_path / "m.jsonl", [v1, v2])), db=db_path, check=True)
-    run_ledger("subject", "grant", "default", "public-read", "staff-read", db=db_path, check=True)
-    run_ledger("policy", "set", "--allow-trust", "approved-source", "--budget", "100", db=db_path, check=True)
-    first = build(db_path, "--as-of", "2026-07-01")
-    run_ledger("subject", "revoke", "default", "staff-read", db=db_path, check=True)
-    second = build(db_path, "--as-of", "2026-07-01")
+    run_ledger("ingest", str(write_jsonl(tmp_path / "m.jsonl", [v1, v2])), db=db, check=True)
+    run_ledger("subject", "grant", "default", "public-read", "staff-read", db=db, check=True)
+    run_ledger("policy", "set", "--allow-trust", "approved-source", "--budget", "100", db=db, check=True)
+    first = build(db, "--as-of", "2026-07-01")
+    run_ledger("subject", "revoke", "default", "staff-read", db=db, check=True)
+    second = build(db, "--as-of", "2026-07-01")
     assert [a["source_version"] for a in first["admitted"]] == ["2"]
     assert [a["source_version"] for a in second["admitted"]] == ["1"]
-    assert _changes(_diff(db_path, 1, 2)) == {
+    assert _changes(_diff(db, 1, 2)) == {
         "manual": (adm("2"), adm("1"), "grant change")
     }
-    assert _changes(_diff(db_path, 2, 1)) == {
+    assert _changes(_diff(db, 2, 1)) == {
         "manual": (adm("1"), adm("2"), "grant change")
     }
 
@@ -463,7 +471,7 @@ PROMO = chunk(id="promo-note", source_version="summer", effective_from="2026-07-
               estimated_tokens=10, priority=65, dedupe_key="promo-note", content="Summer promotion terms.")
 
 
-def _apply(db: Path, steps: list[dict[str, Any]], as_of: str, budget: int | None) -> dict[str, Any]:
+def _apply(db: str, steps: list[dict[str, Any]], as_of: str, budget: int | None) -> dict[str, Any]:
     """Do what each step says through the CLI, then rebuild."""
     for step in steps:
         kind = step["kind"]
@@ -511,9 +519,11 @@ HINT_CASES = {
 
 
 @pytest.mark.parametrize("case", list(HINT_CASES))
-def test_applying_the_hint_admits_the_chunk(tmp_path: Path, case: str) -> None:
+def test_applying_the_hint_admits_the_chunk(
+    new_db: Callable[..., str], tmp_path: Path, case: str
+) -> None:
     extra, budget, as_of, target, version, steps = HINT_CASES[case]
-    db = new_ledger(tmp_path / "ledger")
+    db = new_db()
     seed_ledger(db, budget=budget)
     if extra:
         run_ledger("ingest", str(write_jsonl(tmp_path / "extra.jsonl", extra)), db=db, check=True)
@@ -535,10 +545,10 @@ def test_applying_the_hint_admits_the_chunk(tmp_path: Path, case: str) -> None:
     assert (target, version) in {(a["id"], a["source_version"]) for a in after["admitted"]}, after["evicted"]
 
 
-def test_hint_that_cannot_admit_says_so(tmp_path: Path) -> None:
+def test_hint_that_cannot_admit_says_so(new_db: Callable[..., str]) -> None:
     """mirror-refund-policy loses its dedupe group on priority: no change of the
     request admits it, and the hint names the chunk that was kept."""
-    db = new_ledger(tmp_path / "ledger")
+    db = new_db()
     seed_ledger(db)
     build(db, "--as-of", "2026-07-21")
     (mirror,) = why(db, "mirror-refund-policy")["versions"]

@@ -1,7 +1,8 @@
 """`ledger build`, `show`, `packs`, `export` end to end, as a user runs them.
 
-Every command runs in a subprocess against a real SQLite file made by the real
-migrations. Expected values come from SPEC's rules applied by hand to the
+Every command runs in a subprocess, on each backend: a real SQLite file and a
+database on the throwaway PostgreSQL server, both made by `ledger init` (the real
+migrations). Expected values come from SPEC's rules applied by hand to the
 fixture's numbers (the arithmetic is in the comments) or from an independent
 computation: digests with `rfc8785` and `hashlib`, never with the project's code.
 """
@@ -13,8 +14,6 @@ import json
 import os
 import random
 import re
-import shutil
-import sqlite3
 import stat
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,9 @@ from typing import Any
 import pytest
 import rfc8785
 
+from tests import dbtools
 from tests.conftest import FIXTURE, chunk, ledger_json, run_ledger, write_jsonl
+from tests.dbtools import copy_ledger, new_ledger
 
 SEED = json.loads(FIXTURE.read_text(encoding="utf-8"))
 REQUEST = SEED["request"]
@@ -73,7 +74,7 @@ def trust_flags(labels: list[str]) -> list[str]:
     return flags
 
 
-def seed_ledger(db: Path, budget: int = 170) -> None:
+def seed_ledger(db: str, budget: int = 170) -> None:
     """Entries 1-3: ingest the fixture, grant its request's permissions to `default`,
     allow its trust labels with `budget`."""
     run_ledger("ingest", str(FIXTURE), db=db, check=True)
@@ -82,52 +83,34 @@ def seed_ledger(db: Path, budget: int = 170) -> None:
                db=db, check=True)
 
 
-def new_ledger(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    db = folder / "ledger.db"
-    run_ledger("init", db=db, check=True)
-    return db
-
-
-def copy_ledger(src: Path, dst: Path) -> Path:
-    """A byte copy of a ledger file (and its WAL files, if a writer left any)."""
-    for suffix in ("", "-wal", "-shm"):
-        if Path(f"{src}{suffix}").exists():
-            shutil.copyfile(f"{src}{suffix}", f"{dst}{suffix}")
-    return dst
-
-
 @pytest.fixture(scope="module")
-def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = new_ledger(tmp_path_factory.mktemp("seeded"))
+def seeded_template(tmp_path_factory: pytest.TempPathFactory, module_backend: str):  # type: ignore[no-untyped-def]
+    db = new_ledger(tmp_path_factory.mktemp("seeded"), module_backend)
     seed_ledger(db)
-    return db
+    yield db
+    dbtools.drop(db)
 
 
 @pytest.fixture
-def seeded(seeded_template: Path, tmp_path: Path) -> Path:
+def seeded(seeded_template: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     """A copy of a ledger holding entries 1-3 of `seed_ledger` (budget 170)."""
-    return copy_ledger(seeded_template, tmp_path / "ledger.db")
+    db = copy_ledger(seeded_template, tmp_path / "ledger.db")
+    yield db
+    dbtools.drop(db)
 
 
-def build(db: Path, *args: str) -> dict[str, Any]:
+def build(db: str, *args: str) -> dict[str, Any]:
     return ledger_json("build", *args, db=db)
 
 
-def head(db: Path) -> str:
+def head(db: str) -> str:
     return run_ledger("head", db=db, check=True).stdout.strip()
 
 
-def snapshot(db: Path) -> tuple[dict[str, int], str]:
-    """Row counts of every table and `ledger head`: what "unchanged" means."""
-    con = sqlite3.connect(db)
-    try:
-        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        counts = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
-    finally:
-        con.close()
-    assert {"entries", "chunk_versions", "packs", "decisions", "grants", "policies"} <= set(counts)
-    return counts, head(db)
+def snapshot(db: str) -> tuple[dbtools.Snapshot, str]:
+    """Every row and the schema (tests/dbtools.py), and `ledger head`: what
+    "unchanged" means."""
+    return dbtools.snapshot(db), head(db)
 
 
 def keys_sorted(value: Any) -> bool:
@@ -164,7 +147,7 @@ SEED_EVICTED = [
 ]
 
 
-def test_seed001_result_from_the_ledger(seeded: Path) -> None:
+def test_seed001_result_from_the_ledger(seeded: str) -> None:
     data = build(seeded, "--as-of", "2026-07-21")
 
     # SPEC's three lines: budget=170 used=162 remaining=8, and the two lists.
@@ -202,7 +185,7 @@ def test_seed001_result_from_the_ledger(seeded: Path) -> None:
         assert item["content_digest"] == content_digest(rec)
 
 
-def test_pack_json_shapes_build_show_and_packs(seeded: Path) -> None:
+def test_pack_json_shapes_build_show_and_packs(seeded: str) -> None:
     built = build(seeded, "--as-of", "2026-07-21")
     shown = ledger_json("show", "1", db=seeded)
     by_prefix = ledger_json("show", built["pack_digest"][:10], db=seeded)
@@ -230,7 +213,7 @@ def test_pack_json_shapes_build_show_and_packs(seeded: Path) -> None:
         assert keys_sorted(json.loads(proc.stdout)), args
 
 
-def test_identical_builds_share_the_pack_digest_not_the_number(seeded: Path) -> None:
+def test_identical_builds_share_the_pack_digest_not_the_number(seeded: str) -> None:
     one = build(seeded, "--as-of", "2026-07-21")
     two = build(seeded, "--as-of", "2026-07-21")
     assert (one["pack"], two["pack"]) == (1, 2)
@@ -253,7 +236,7 @@ CRP_V2 = versioned(
 )
 
 
-def test_later_version_supersedes_from_its_date_only(seeded: Path, tmp_path: Path) -> None:
+def test_later_version_supersedes_from_its_date_only(seeded: str, tmp_path: Path) -> None:
     assert head(seeded).startswith("3:")
     run_ledger("ingest", str(write_jsonl(tmp_path / "v2.jsonl", [CRP_V2])), db=seeded, check=True)
     v1 = CHUNKS["current-refund-policy"]
@@ -299,9 +282,10 @@ def test_later_version_supersedes_from_its_date_only(seeded: Path, tmp_path: Pat
     assert len(late["admitted"]) + len(late["evicted"]) == len(CHUNKS) + 1
 
 
-def test_required_chunk_is_decided_per_id_across_versions(db_path: Path, tmp_path: Path) -> None:
+def test_required_chunk_is_decided_per_id_across_versions(new_db: Any, tmp_path: Path) -> None:
     """An old required version that expired is an ordinary eviction when a newer
     version of the id passes; the build fails only when no version passes."""
+    db = new_db()
     rules_v1 = chunk(id="house-rules", section="policy", source_version="1", required=True,
                      effective_from="2026-01-01", expires_on="2026-07-01", dedupe_key="house-rules",
                      required_permission="policy-read", trust="application-policy", content="Rules v1.")
@@ -309,27 +293,27 @@ def test_required_chunk_is_decided_per_id_across_versions(db_path: Path, tmp_pat
                     content="Rules v2.")
     extra = chunk(id="note", effective_from="2025-06-01")
     run_ledger("ingest", str(write_jsonl(tmp_path / "rules.jsonl", [rules_v1, rules_v2, extra])),
-               db=db_path, check=True)
-    run_ledger("subject", "grant", "default", "policy-read", "public-read", db=db_path, check=True)
+               db=db, check=True)
+    run_ledger("subject", "grant", "default", "policy-read", "public-read", db=db, check=True)
     run_ledger("policy", "set", "--allow-trust", "application-policy", "--allow-trust", "approved-source",
-               "--budget", "100", db=db_path, check=True)
+               "--budget", "100", db=db, check=True)
 
-    july = build(db_path, "--as-of", "2026-07-21")  # v1 expired on 2026-07-01
+    july = build(db, "--as-of", "2026-07-21")  # v1 expired on 2026-07-01
     assert [(a["id"], a["source_version"]) for a in july["admitted"]] == [("house-rules", "2"), ("note", "1")]
     assert [(e["id"], e["source_version"], e["reason"]) for e in july["evicted"]] == [
         ("house-rules", "1", "expired")
     ]
-    june = build(db_path, "--as-of", "2026-06-15")  # v2 starts on 2026-07-01
+    june = build(db, "--as-of", "2026-06-15")  # v2 starts on 2026-07-01
     assert [(a["id"], a["source_version"]) for a in june["admitted"]] == [("house-rules", "1"), ("note", "1")]
     assert [(e["id"], e["source_version"], e["reason"]) for e in june["evicted"]] == [
         ("house-rules", "2", "not_yet_effective")
     ]
-    before = snapshot(db_path)
-    proc = run_ledger("build", "--as-of", "2025-12-01", db=db_path)  # no version yet
+    before = snapshot(db)
+    proc = run_ledger("build", "--as-of", "2025-12-01", db=db)  # no version yet
     assert proc.returncode == 1
     line = _one_error_line(proc)
     assert "'house-rules'" in line and "not_yet_effective" in line
-    assert snapshot(db_path) == before
+    assert snapshot(db) == before
 
 
 # --------------------------------------------------------------------------
@@ -337,7 +321,7 @@ def test_required_chunk_is_decided_per_id_across_versions(db_path: Path, tmp_pat
 # --------------------------------------------------------------------------
 
 
-def test_revoke_changes_later_packs_not_earlier_ones(seeded: Path) -> None:
+def test_revoke_changes_later_packs_not_earlier_ones(seeded: str) -> None:
     run_ledger("subject", "grant", "default", "legal-read", db=seeded, check=True)  # entry 4
     before = build(seeded, "--as-of", "2026-07-21")  # pack 1, entry 5
     granted = sorted(REQUEST["granted_permissions"] + ["legal-read"])
@@ -394,7 +378,7 @@ GATE_PROBES = {
 
 
 @pytest.mark.parametrize("gate", list(GATE_PROBES))
-def test_required_chunk_failing_a_gate_fails_the_build(seeded: Path, tmp_path: Path, gate: str) -> None:
+def test_required_chunk_failing_a_gate_fails_the_build(seeded: str, tmp_path: Path, gate: str) -> None:
     fields = {"id": "must-have", "section": "state", "required": True, "dedupe_key": "must-have",
               "required_permission": "state-read", "trust": "confirmed-state", **GATE_PROBES[gate]}
     probe = chunk(**fields)
@@ -407,7 +391,7 @@ def test_required_chunk_failing_a_gate_fails_the_build(seeded: Path, tmp_path: P
     assert snapshot(seeded) == before
 
 
-def test_required_chunks_over_budget_fail_and_exactly_fitting_pass(seeded: Path) -> None:
+def test_required_chunks_over_budget_fail_and_exactly_fitting_pass(seeded: str) -> None:
     required = sum(c["estimated_tokens"] for c in SEED["chunks"] if c["required"])
     assert required == 80  # policy 32 + task-state 30 + current-input 18
     before = snapshot(seeded)
@@ -422,22 +406,24 @@ def test_required_chunks_over_budget_fail_and_exactly_fitting_pass(seeded: Path)
     assert reasons["current-refund-policy"] == reasons["refund-faq"] == "budget"
 
 
-def test_build_without_a_policy_records_nothing(db_path: Path) -> None:
-    run_ledger("ingest", str(FIXTURE), db=db_path, check=True)
-    run_ledger("subject", "grant", "default", *REQUEST["granted_permissions"], db=db_path, check=True)
-    before = snapshot(db_path)
-    proc = run_ledger("build", "--as-of", "2026-07-21", db=db_path)
+def test_build_without_a_policy_records_nothing(new_db: Any) -> None:
+    db = new_db()
+    run_ledger("ingest", str(FIXTURE), db=db, check=True)
+    run_ledger("subject", "grant", "default", *REQUEST["granted_permissions"], db=db, check=True)
+    before = snapshot(db)
+    proc = run_ledger("build", "--as-of", "2026-07-21", db=db)
     assert proc.returncode == 1
     assert "policy" in _one_error_line(proc)
-    assert snapshot(db_path) == before
+    assert snapshot(db) == before
 
 
-def test_build_on_an_empty_ledger_records_nothing(db_path: Path) -> None:
-    before = snapshot(db_path)
-    proc = run_ledger("build", "--as-of", "2026-07-21", db=db_path)
+def test_build_on_an_empty_ledger_records_nothing(new_db: Any) -> None:
+    db = new_db()
+    before = snapshot(db)
+    proc = run_ledger("build", "--as-of", "2026-07-21", db=db)
     assert proc.returncode == 1
     _one_error_line(proc)
-    assert snapshot(db_path) == before
+    assert snapshot(db) == before
 
 
 @pytest.mark.parametrize(
@@ -461,7 +447,7 @@ def test_build_on_an_empty_ledger_records_nothing(db_path: Path) -> None:
     ],
     ids=lambda a: " ".join(a),
 )
-def test_invalid_build_arguments_record_nothing(seeded: Path, args: tuple[str, ...]) -> None:
+def test_invalid_build_arguments_record_nothing(seeded: str, args: tuple[str, ...]) -> None:
     # `seeded` holds entries 1-3, so --ledger-at 4 is past the end.
     before = snapshot(seeded)
     proc = run_ledger("build", *args, db=seeded)
@@ -470,7 +456,7 @@ def test_invalid_build_arguments_record_nothing(seeded: Path, args: tuple[str, .
     assert snapshot(seeded) == before
 
 
-def test_batch_without_keep_going_is_all_or_nothing(seeded: Path, tmp_path: Path) -> None:
+def test_batch_without_keep_going_is_all_or_nothing(seeded: str, tmp_path: Path) -> None:
     batch = tmp_path / "nightly.jsonl"
     write_jsonl(batch, [
         {"subject": "default", "as_of": "2026-07-21"},
@@ -485,7 +471,7 @@ def test_batch_without_keep_going_is_all_or_nothing(seeded: Path, tmp_path: Path
     assert snapshot(seeded) == before
 
 
-def test_batch_with_keep_going_records_the_good_lines(seeded: Path, tmp_path: Path) -> None:
+def test_batch_with_keep_going_records_the_good_lines(seeded: str, tmp_path: Path) -> None:
     batch = tmp_path / "nightly.jsonl"
     write_jsonl(batch, [
         {"subject": "default", "as_of": "2026-07-21"},
@@ -519,7 +505,7 @@ def test_batch_with_keep_going_records_the_good_lines(seeded: Path, tmp_path: Pa
     ids=lambda a: a[0],
 )
 def test_batch_refuses_options_its_lines_would_override(
-    seeded: Path, tmp_path: Path, extra: tuple[str, str]
+    seeded: str, tmp_path: Path, extra: tuple[str, str]
 ) -> None:
     batch = write_jsonl(tmp_path / "b.jsonl", [{"subject": "default", "as_of": "2026-07-21"}])
     before = snapshot(seeded)
@@ -547,11 +533,7 @@ EXTRA = [
 ALL_RECORDS = SEED["chunks"] + EXTRA
 
 
-def _fresh(tmp_path: Path, name: str) -> Path:
-    return new_ledger(tmp_path / name)
-
-
-def _finish_and_build(db: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
+def _finish_and_build(db: str) -> list[tuple[str, str, list[tuple[str, str]]]]:
     run_ledger("subject", "grant", "default", *REQUEST["granted_permissions"], db=db, check=True)
     run_ledger("policy", "set", *trust_flags(REQUEST["allowed_trust"]), "--budget", "170", db=db, check=True)
     out = []
@@ -562,17 +544,17 @@ def _finish_and_build(db: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
     return out
 
 
-def test_pack_digest_does_not_depend_on_ingest_order_or_batching(tmp_path: Path) -> None:
+def test_pack_digest_does_not_depend_on_ingest_order_or_batching(new_db: Any, tmp_path: Path) -> None:
     results = []
 
-    db = _fresh(tmp_path, "one-file")
+    db = new_db("one-file")
     run_ledger("ingest", str(write_jsonl(tmp_path / "all.jsonl", ALL_RECORDS)), db=db, check=True)
     results.append(_finish_and_build(db))
 
     for seed in (1, 2):
         shuffled = ALL_RECORDS[:]
         random.Random(seed).shuffle(shuffled)
-        db = _fresh(tmp_path, f"shuffled-{seed}")
+        db = new_db(f"shuffled-{seed}")
         path = tmp_path / f"shuffled-{seed}.json"
         path.write_text(json.dumps(shuffled), encoding="utf-8")  # a JSON array this time
         run_ledger("ingest", str(path), db=db, check=True)
@@ -582,10 +564,10 @@ def test_pack_digest_does_not_depend_on_ingest_order_or_batching(tmp_path: Path)
     shuffled = ALL_RECORDS[:]
     random.Random(3).shuffle(shuffled)
     parts = [write_jsonl(tmp_path / f"part{i}.jsonl", shuffled[i::3]) for i in range(3)]
-    db = _fresh(tmp_path, "three-files")
+    db = new_db("three-files")
     run_ledger("ingest", *map(str, parts), db=db, check=True)
     results.append(_finish_and_build(db))
-    db = _fresh(tmp_path, "three-runs")
+    db = new_db("three-runs")
     for part in reversed(parts):
         run_ledger("ingest", str(part), db=db, check=True)
     results.append(_finish_and_build(db))
@@ -602,12 +584,14 @@ def test_pack_digest_does_not_depend_on_ingest_order_or_batching(tmp_path: Path)
     assert admitted_sept["future-refund-policy"] == "2026-09"
 
 
-def test_versions_tied_on_effective_from_in_one_ingest_do_not_depend_on_line_order(tmp_path: Path) -> None:
+def test_versions_tied_on_effective_from_in_one_ingest_do_not_depend_on_line_order(
+    new_db: Any, tmp_path: Path
+) -> None:
     one = chunk(id="alpha", source_version="1", content="first text")
     two = chunk(id="alpha", source_version="2", content="second text")
     outcomes = []
     for name, records in (("ab", [one, two]), ("ba", [two, one])):
-        db = _fresh(tmp_path, name)
+        db = new_db(name)
         run_ledger("ingest", str(write_jsonl(tmp_path / f"{name}.jsonl", records)), db=db, check=True)
         run_ledger("subject", "grant", "default", "public-read", db=db, check=True)
         run_ledger("policy", "set", "--allow-trust", "approved-source", "--budget", "100", db=db, check=True)
@@ -618,11 +602,11 @@ def test_versions_tied_on_effective_from_in_one_ingest_do_not_depend_on_line_ord
     assert outcomes[0][2][0][1] == "superseded"
 
 
-def test_versions_tied_on_effective_from_later_ingest_wins(tmp_path: Path) -> None:
+def test_versions_tied_on_effective_from_later_ingest_wins(new_db: Any, tmp_path: Path) -> None:
     one = chunk(id="alpha", source_version="1", content="first text")
     two = chunk(id="alpha", source_version="2", content="second text")
     for name, order in (("12", [one, two]), ("21", [two, one])):
-        db = _fresh(tmp_path, name)
+        db = new_db(name)
         for i, rec in enumerate(order):
             run_ledger("ingest", str(write_jsonl(tmp_path / f"{name}-{i}.jsonl", [rec])), db=db, check=True)
         run_ledger("subject", "grant", "default", "public-read", db=db, check=True)
@@ -640,12 +624,12 @@ def test_versions_tied_on_effective_from_later_ingest_wins(tmp_path: Path) -> No
 
 
 @pytest.fixture
-def seed_pack(seeded: Path) -> Path:
+def seed_pack(seeded: str) -> str:
     build(seeded, "--as-of", "2026-07-21")
     return seeded
 
 
-def test_export_json_manifest_has_provenance_and_no_bodies(seed_pack: Path) -> None:
+def test_export_json_manifest_has_provenance_and_no_bodies(seed_pack: str) -> None:
     proc = run_ledger("export", "1", "--format", "json", db=seed_pack, check=True)
     manifest = json.loads(proc.stdout)
     assert PACK_KEYS <= set(manifest)
@@ -684,7 +668,7 @@ def _markdown_chunks(text: str) -> tuple[list[str], dict[str, tuple[str, str]]]:
     return sections, {k: (sec, "\n".join(lines)) for k, (sec, lines) in blocks.items()}
 
 
-def test_export_markdown_sections_in_order_with_source_and_version(seed_pack: Path) -> None:
+def test_export_markdown_sections_in_order_with_source_and_version(seed_pack: str) -> None:
     text = run_ledger("export", "1", "--format", "markdown", db=seed_pack, check=True).stdout
     sections, blocks = _markdown_chunks(text)
     assert sections == ["policy", "state", "evidence", "current-input"]
@@ -706,7 +690,7 @@ def test_export_markdown_sections_in_order_with_source_and_version(seed_pack: Pa
 
 
 @pytest.mark.parametrize("fmt", ["json", "markdown"])
-def test_export_to_a_file_is_owner_only(seed_pack: Path, tmp_path: Path, fmt: str) -> None:
+def test_export_to_a_file_is_owner_only(seed_pack: str, tmp_path: Path, fmt: str) -> None:
     target = tmp_path / f"context.{fmt}"
     target.write_text("old, world-readable\n", encoding="utf-8")
     os.chmod(target, 0o644)

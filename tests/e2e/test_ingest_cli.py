@@ -1,5 +1,13 @@
 """`ledger init`, `ledger ingest` and `ledger chunks` as a user runs them: subprocesses
-on real files, checking stdout, stderr and exit codes."""
+on real databases, checking stdout, stderr and exit codes.
+
+Every test that reads or writes a ledger runs on each backend, a SQLite file and
+a PostgreSQL database (`db_url`, `empty_db_url`, and `shared_db` on
+`module_backend`). SQLite-only, because they are about the SQLite file itself:
+`ledger init` making an owner-only file, LEDGER_DB naming a path, the default
+./ledger.db, a missing file that is not created, a file that is not a database,
+a missing folder, and a plain copy of the file being a full ledger.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +17,15 @@ import os
 import shutil
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from ledger.db import SCHEMA_REVISION
+from tests import dbtools
 from tests.conftest import FIXTURE, chunk, run_ledger, write_jsonl
+from tests.dbtools import snapshot
 from tests.store.ingest_cases import (
     RECORD_RULES,
     Rule,
@@ -21,7 +33,6 @@ from tests.store.ingest_cases import (
     good_lines,
     jsonl_bytes,
     record_text,
-    snapshot,
 )
 
 FIXTURE_IDS = [c["id"] for c in json.loads(FIXTURE.read_text(encoding="utf-8"))["chunks"]]
@@ -40,18 +51,18 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int = 1)
 
 
 @pytest.fixture(scope="module")
-def shared_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One initialized ledger for the refusal cases: a refusal must not change it."""
-    path = tmp_path_factory.mktemp("shared") / "ledger.db"
-    run_ledger("init", db=path, check=True)
-    return path
+def shared_db(tmp_path_factory: pytest.TempPathFactory, module_backend: str) -> Iterator[str]:
+    """One initialized ledger per backend for the refusal cases: a refusal must not change it."""
+    db = dbtools.new_ledger(tmp_path_factory.mktemp("shared"), module_backend)
+    yield db
+    dbtools.drop(db)
 
 
 # Every rule of the chunk table, through the command line.
 
 
 @pytest.mark.parametrize("rule", RECORD_RULES, ids=[r.name for r in RECORD_RULES])
-def test_ingest_refuses_each_rule(rule: Rule, shared_db: Path, tmp_path: Path) -> None:
+def test_ingest_refuses_each_rule(rule: Rule, shared_db: str, tmp_path: Path) -> None:
     path = tmp_path / "chunks.jsonl"
     path.write_bytes(jsonl_bytes(good_lines(1) + [rule.text] + good_lines(1, "after")))
     before = snapshot(shared_db)
@@ -102,7 +113,7 @@ def test_ingest_refuses_each_rule(rule: Rule, shared_db: Path, tmp_path: Path) -
     ],
 )
 def test_ingest_refuses_bad_files(
-    name: str, body: bytes, expected: str, shared_db: Path, tmp_path: Path
+    name: str, body: bytes, expected: str, shared_db: str, tmp_path: Path
 ) -> None:
     path = tmp_path / name
     path.write_bytes(body)
@@ -112,77 +123,75 @@ def test_ingest_refuses_bad_files(
     assert snapshot(shared_db) == before
 
 
-def test_dedupe_refusal_across_runs(db_path: Path, tmp_path: Path) -> None:
+def test_dedupe_refusal_across_runs(db_url: str, tmp_path: Path) -> None:
     first = write_jsonl(tmp_path / "first.jsonl", [chunk(id="kept", dedupe_key="group")])
-    assert run_ledger("ingest", str(first), db=db_path).returncode == 0
-    before = snapshot(db_path)
+    assert run_ledger("ingest", str(first), db=db_url).returncode == 0
+    before = snapshot(db_url)
     second = write_jsonl(
         tmp_path / "second.jsonl", [chunk(id="joiner", dedupe_key="group", trust="unverified")]
     )
-    message = assert_one_line_error(run_ledger("ingest", str(second), db=db_path))
+    message = assert_one_line_error(run_ledger("ingest", str(second), db=db_url))
     assert message.startswith(f"{second}:1: field 'dedupe_key': dedupe_key 'group' crosses trust")
-    assert snapshot(db_path) == before
+    assert snapshot(db_url) == before
 
 
-def test_changed_version_refused_with_both_digests(db_path: Path, tmp_path: Path) -> None:
+def test_changed_version_refused_with_both_digests(db_url: str, tmp_path: Path) -> None:
     original, changed = chunk(), chunk(content="Alpha content, revised.")
-    run_ledger("ingest", str(write_jsonl(tmp_path / "a.jsonl", [original])), db=db_path, check=True)
-    before = snapshot(db_path)
-    proc = run_ledger("ingest", str(write_jsonl(tmp_path / "b.jsonl", [changed])), db=db_path)
+    run_ledger("ingest", str(write_jsonl(tmp_path / "a.jsonl", [original])), db=db_url, check=True)
+    before = snapshot(db_url)
+    proc = run_ledger("ingest", str(write_jsonl(tmp_path / "b.jsonl", [changed])), db=db_url)
     message = assert_one_line_error(proc)
     import rfc8785
 
     for rec in (original, changed):
         assert hashlib.sha256(rfc8785.dumps(rec)).hexdigest() in message
-    assert snapshot(db_path) == before
+    assert snapshot(db_url) == before
 
 
-def test_bad_last_line_of_10000_leaves_the_file_unchanged(db_path: Path, tmp_path: Path) -> None:
-    run_ledger("ingest", str(FIXTURE), db=db_path, check=True)
+def test_bad_last_line_of_10000_leaves_the_ledger_unchanged(db_url: str, tmp_path: Path) -> None:
+    run_ledger("ingest", str(FIXTURE), db=db_url, check=True)
     path = tmp_path / "bulk.jsonl"
     lines = good_lines(9_999, "bulk") + [record_text(id="bad-record", expires_on="2025-01-01")]
     path.write_bytes(jsonl_bytes(lines))
-    before = snapshot(db_path)
-    message = assert_one_line_error(run_ledger("ingest", str(path), db=db_path))
+    before = snapshot(db_url)
+    message = assert_one_line_error(run_ledger("ingest", str(path), db=db_url))
     assert message.startswith(
         f"{path}:10000: field 'expires_on': must be later than effective_from"
     )
-    assert snapshot(db_path) == before
+    assert snapshot(db_url) == before
 
 
 # Output.
 
 
-def test_json_summary_has_exactly_the_spec_keys(db_path: Path, tmp_path: Path) -> None:
+def test_json_summary_has_exactly_the_spec_keys(db_url: str, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "a.jsonl", [chunk(), chunk(id="beta", dedupe_key="beta")])
-    first = run_ledger("ingest", "--json", str(path), db=db_path)
+    first = run_ledger("ingest", "--json", str(path), db=db_url)
     assert first.returncode == 0 and first.stderr == ""
     assert json.loads(first.stdout) == {"batch": 1, "read": 2, "new": 2, "unchanged": 0}
-    second = run_ledger("ingest", str(path), "--json", db=db_path)
+    second = run_ledger("ingest", str(path), "--json", db=db_url)
     data = json.loads(second.stdout)
     assert set(data) == SUMMARY_KEYS
     assert data == {"batch": 2, "read": 2, "new": 0, "unchanged": 2}
 
 
-def test_plain_summary(db_path: Path, tmp_path: Path) -> None:
+def test_plain_summary(db_url: str, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "a.jsonl", [chunk()])
-    proc = run_ledger("ingest", str(path), db=db_path)
+    proc = run_ledger("ingest", str(path), db=db_url)
     assert proc.returncode == 0
     assert proc.stdout == "batch 1: read 1, new 1, unchanged 0\n"
 
 
-def test_chunks_lists_versions_with_digests_and_never_content(
-    db_path: Path, tmp_path: Path
-) -> None:
+def test_chunks_lists_versions_with_digests_and_never_content(db_url: str, tmp_path: Path) -> None:
     secret = "  Confidential body \u00e9 that must never be listed.\n"
     recs = [
         chunk(id="alpha", source_version="1", content=secret),
         chunk(id="alpha", source_version="2", content=secret + "v2"),
         chunk(id="beta", dedupe_key="beta", content="Beta body, also private."),
     ]
-    run_ledger("ingest", str(write_jsonl(tmp_path / "a.jsonl", recs)), db=db_path, check=True)
+    run_ledger("ingest", str(write_jsonl(tmp_path / "a.jsonl", recs)), db=db_url, check=True)
 
-    listing = run_ledger("chunks", "--json", db=db_path)
+    listing = run_ledger("chunks", "--json", db=db_url)
     assert listing.returncode == 0
     data = json.loads(listing.stdout)
     rows = data["chunks"]
@@ -195,10 +204,10 @@ def test_chunks_lists_versions_with_digests_and_never_content(
         assert "content" not in row
         assert row["content_digest"] == hashlib.sha256(rec["content"].encode("utf-8")).hexdigest()
         assert len(row["record_digest"]) == 64
-    only = json.loads(run_ledger("chunks", "--id", "alpha", "--json", db=db_path).stdout)["chunks"]
+    only = json.loads(run_ledger("chunks", "--id", "alpha", "--json", db=db_url).stdout)["chunks"]
     assert [(r["id"], r["source_version"]) for r in only] == [("alpha", "1"), ("alpha", "2")]
-    plain = run_ledger("chunks", db=db_path)
-    plain_id = run_ledger("chunks", "--id", "beta", db=db_path)
+    plain = run_ledger("chunks", db=db_url)
+    plain_id = run_ledger("chunks", "--id", "beta", db=db_url)
     for proc in (listing, plain, plain_id):
         assert proc.returncode == 0
         out = proc.stdout + proc.stderr
@@ -207,43 +216,39 @@ def test_chunks_lists_versions_with_digests_and_never_content(
     assert "beta" in plain_id.stdout and "alpha" not in plain_id.stdout
 
 
-def test_content_stored_exactly_and_hashable_by_the_user(db_path: Path, tmp_path: Path) -> None:
+def test_content_stored_exactly_and_hashable_by_the_user(db_url: str, tmp_path: Path) -> None:
     content = "\n\n  Indented first line.\n\ttab line\r\n  trailing  \n"
     run_ledger(
         "ingest",
         str(write_jsonl(tmp_path / "a.jsonl", [chunk(content=content, id=" alpha ")])),
-        db=db_path,
+        db=db_url,
         check=True,
     )
-    row = json.loads(run_ledger("chunks", "--json", db=db_path).stdout)["chunks"][0]
+    row = json.loads(run_ledger("chunks", "--json", db=db_url).stdout)["chunks"][0]
     assert row["id"] == "alpha"
     assert row["content_digest"] == hashlib.sha256(content.encode("utf-8")).hexdigest()
-    con = sqlite3.connect(db_path)
-    try:
-        assert con.execute("SELECT content FROM chunk_versions").fetchone()[0] == content
-    finally:
-        con.close()
+    assert dbtools.query(db_url, "SELECT content FROM chunk_versions") == [(content,)]
 
 
 # Formats.
 
 
-def test_seed001_fixture_ingests_its_chunks_with_a_note(db_path: Path) -> None:
-    proc = run_ledger("ingest", "--json", str(FIXTURE), db=db_path)
+def test_seed001_fixture_ingests_its_chunks_with_a_note(db_url: str) -> None:
+    proc = run_ledger("ingest", "--json", str(FIXTURE), db=db_url)
     assert proc.returncode == 0
     assert json.loads(proc.stdout) == {"batch": 1, "read": 11, "new": 11, "unchanged": 0}
     assert proc.stderr.startswith("note: ")
     assert "request" in proc.stderr and "not applied" in proc.stderr
-    ids = {r["id"] for r in json.loads(run_ledger("chunks", "--json", db=db_path).stdout)["chunks"]}
+    ids = {r["id"] for r in json.loads(run_ledger("chunks", "--json", db=db_url).stdout)["chunks"]}
     assert ids == set(FIXTURE_IDS)
 
 
 @pytest.mark.parametrize("name", ["chunks.json", "chunks.jsonl", "chunks.ndjson", "CHUNKS.JSONL"])
-def test_formats_by_extension(name: str, db_path: Path, tmp_path: Path) -> None:
+def test_formats_by_extension(name: str, db_url: str, tmp_path: Path) -> None:
     lines = good_lines(3)
     body = array_bytes(lines) if name == "chunks.json" else jsonl_bytes(lines)
     (tmp_path / name).write_bytes(body)
-    proc = run_ledger("ingest", "--json", str(tmp_path / name), db=db_path)
+    proc = run_ledger("ingest", "--json", str(tmp_path / name), db=db_url)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["new"] == 3
     assert proc.stderr == ""
@@ -259,10 +264,10 @@ def test_formats_by_extension(name: str, db_path: Path, tmp_path: Path) -> None:
     ],
 )
 def test_format_option_overrides_the_extension(
-    name: str, fmt: str, body: bytes, db_path: Path, tmp_path: Path
+    name: str, fmt: str, body: bytes, db_url: str, tmp_path: Path
 ) -> None:
     (tmp_path / name).write_bytes(body)
-    proc = run_ledger("ingest", "--format", fmt, "--json", str(tmp_path / name), db=db_path)
+    proc = run_ledger("ingest", "--format", fmt, "--json", str(tmp_path / name), db=db_url)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["new"] == 2
 
@@ -279,27 +284,27 @@ def test_format_option_overrides_the_extension(
     ],
 )
 def test_wrong_shape_for_the_format_is_refused(
-    name: str, fmt: str, body: bytes, words: str, shared_db: Path, tmp_path: Path
+    name: str, fmt: str, body: bytes, words: str, shared_db: str, tmp_path: Path
 ) -> None:
     (tmp_path / name).write_bytes(body)
     proc = run_ledger("ingest", "--format", fmt, str(tmp_path / name), db=shared_db)
     assert words in assert_one_line_error(proc)
 
 
-def test_unknown_extension_is_refused_with_a_hint(shared_db: Path, tmp_path: Path) -> None:
+def test_unknown_extension_is_refused_with_a_hint(shared_db: str, tmp_path: Path) -> None:
     path = tmp_path / "chunks.yaml"
     path.write_bytes(jsonl_bytes(good_lines(1)))
     message = assert_one_line_error(run_ledger("ingest", str(path), db=shared_db))
     assert message.startswith(f"{path}: ") and "--format" in message
 
 
-def test_unknown_format_value_is_a_usage_error(shared_db: Path, tmp_path: Path) -> None:
+def test_unknown_format_value_is_a_usage_error(shared_db: str, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "a.jsonl", [chunk()])
     proc = run_ledger("ingest", "--format", "yaml", str(path), db=shared_db)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
-def test_symlink_directory_and_missing_file_are_refused(shared_db: Path, tmp_path: Path) -> None:
+def test_symlink_directory_and_missing_file_are_refused(shared_db: str, tmp_path: Path) -> None:
     real = write_jsonl(tmp_path / "real.jsonl", [chunk()])
     link = tmp_path / "link.jsonl"
     link.symlink_to(real)
@@ -315,15 +320,45 @@ def test_symlink_directory_and_missing_file_are_refused(shared_db: Path, tmp_pat
     assert snapshot(shared_db) == before
 
 
-def test_several_files_make_one_batch(db_path: Path, tmp_path: Path) -> None:
+def test_several_files_make_one_batch(db_url: str, tmp_path: Path) -> None:
     a = write_jsonl(tmp_path / "a.jsonl", [chunk(id="one", dedupe_key="one")])
     b = tmp_path / "b.json"
     b.write_bytes(array_bytes([record_text(id="two", dedupe_key="two")]))
-    proc = run_ledger("ingest", "--json", str(a), str(b), str(FIXTURE), db=db_path)
+    proc = run_ledger("ingest", "--json", str(a), str(b), str(FIXTURE), db=db_url)
     assert json.loads(proc.stdout) == {"batch": 1, "read": 13, "new": 13, "unchanged": 0}
 
 
-# The database file.
+# `ledger init` on an empty database, on each backend.
+
+
+def test_init_creates_the_schema_and_is_idempotent(empty_db_url: str) -> None:
+    where = "the database" if dbtools.is_pg(empty_db_url) else dbtools.sqlite_file(empty_db_url)
+    first = run_ledger("init", db=empty_db_url)
+    assert first.returncode == 0 and first.stdout == "", first.stderr
+    assert first.stderr == f"{where}: created schema {SCHEMA_REVISION}\n"
+    assert json.loads(run_ledger("chunks", "--json", db=empty_db_url).stdout) == {"chunks": []}
+    run_ledger("ingest", str(FIXTURE), db=empty_db_url, check=True)
+    before = snapshot(empty_db_url)
+    assert before.counts["chunk_versions"] == 11
+    second = run_ledger("init", db=empty_db_url)
+    assert second.returncode == 0 and second.stdout == ""
+    assert second.stderr == f"{where}: schema {SCHEMA_REVISION} is current\n"
+    assert snapshot(empty_db_url) == before
+
+
+@pytest.mark.parametrize("command", [["ingest", str(FIXTURE)], ["chunks"], ["chunks", "--json"]])
+def test_command_on_a_database_without_schema(command: list[str], empty_db_url: str) -> None:
+    if dbtools.is_pg(empty_db_url):
+        db = empty_db_url
+    else:
+        db = dbtools.sqlite_file(empty_db_url)  # the path, as a user names the file
+        sqlite3.connect(db).close()
+    message = assert_one_line_error(run_ledger(*command, db=db))
+    assert "run `ledger init`" in message and db in message
+    assert dbtools.tables(db) == []  # the command created nothing
+
+
+# The database file (SQLite only).
 
 
 def test_init_creates_an_owner_only_file_and_is_idempotent(tmp_path: Path) -> None:
@@ -352,14 +387,6 @@ def test_ledger_db_environment_variable(tmp_path: Path) -> None:
 def test_default_database_is_ledger_db_in_the_cwd(tmp_path: Path) -> None:
     run_ledger("init", cwd=tmp_path, check=True)
     assert (tmp_path / "ledger.db").is_file()
-
-
-@pytest.mark.parametrize("command", [["ingest", str(FIXTURE)], ["chunks"], ["chunks", "--json"]])
-def test_command_on_a_database_without_schema(command: list[str], tmp_path: Path) -> None:
-    path = tmp_path / "blank.db"
-    sqlite3.connect(path).close()
-    message = assert_one_line_error(run_ledger(*command, db=path))
-    assert "run `ledger init`" in message and str(path) in message
 
 
 @pytest.mark.parametrize("command", [["ingest", str(FIXTURE)], ["chunks"]])

@@ -1,13 +1,10 @@
 """The chunk-table rules as test cases, shared by the store tests (in-process
-`ledger.ingest.ingest`) and the CLI tests (`ledger ingest` in a subprocess);
-plus a snapshot of a SQLite file's logical content."""
+`ledger.ingest.ingest`) and the CLI tests (`ledger ingest` in a subprocess)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tests.conftest import chunk
@@ -205,32 +202,3 @@ def jsonl_bytes(lines: list[bytes]) -> bytes:
 
 def array_bytes(items: list[bytes]) -> bytes:
     return b"[\n" + b",\n".join(items) + b"\n]\n"
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A SQLite file's logical content: row counts, chain head and full dump."""
-
-    counts: dict[str, int]
-    head: tuple[int, str] | None
-    dump: list[str]
-
-
-def snapshot(path: Path) -> Snapshot:
-    con = sqlite3.connect(path)
-    try:
-        tables = [
-            r[0]
-            for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' "
-                "AND name NOT LIKE 'sqlite_%' ORDER BY name"
-            )
-        ]
-        counts = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
-        head = con.execute(
-            "SELECT seq, entry_hash FROM entries ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        dump = list(con.iterdump())
-    finally:
-        con.close()
-    return Snapshot(counts, None if head is None else (head[0], head[1]), dump)

@@ -1,4 +1,5 @@
-"""All or nothing: one bad record anywhere in 10,000 lines leaves the database as it was."""
+"""All or nothing: one bad record anywhere in 10,000 lines leaves the database as it
+was, on each backend (a SQLite file and a PostgreSQL database)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from ledger.chain import read_head
 from ledger.errors import LedgerError
 from ledger.ingest import SLICE, ingest
 from tests.conftest import chunk, write_jsonl
-from tests.store.ingest_cases import jsonl_bytes, record_text, snapshot
+from tests.dbtools import snapshot
+from tests.store.ingest_cases import jsonl_bytes, record_text
 
 LINES = 10_000
 
@@ -28,29 +30,29 @@ POSITIONS = {"first": 0, "middle": LINES // 2, "last": LINES - 1}
 
 
 @pytest.fixture
-def populated(engine: Engine, tmp_path: Path) -> Engine:
+def populated(ledger_engine: Engine, tmp_path: Path) -> Engine:
     """A ledger that already holds two ingest entries."""
     write_jsonl(tmp_path / "a.jsonl", [chunk(id="stored", dedupe_key="stored")])
     write_jsonl(
         tmp_path / "b.jsonl",
         [chunk(id="required-member", dedupe_key="required-group", required=True)],
     )
-    ingest(engine, [str(tmp_path / "a.jsonl")])
-    ingest(engine, [str(tmp_path / "b.jsonl")])
-    return engine
+    ingest(ledger_engine, [str(tmp_path / "a.jsonl")])
+    ingest(ledger_engine, [str(tmp_path / "b.jsonl")])
+    return ledger_engine
 
 
 @pytest.mark.parametrize("position", POSITIONS, ids=list(POSITIONS))
 @pytest.mark.parametrize("kind", BAD_RECORDS, ids=list(BAD_RECORDS))
 def test_bad_record_leaves_database_unchanged(
-    kind: str, position: str, populated: Engine, db_path: Path, tmp_path: Path
+    kind: str, position: str, populated: Engine, db_url: str, tmp_path: Path
 ) -> None:
     lines = [record_text(id=f"bulk-{i:05d}", dedupe_key=f"bulk-{i:05d}") for i in range(LINES - 1)]
     lines.insert(POSITIONS[position], BAD_RECORDS[kind])
     path = tmp_path / "bulk.jsonl"
     path.write_bytes(jsonl_bytes(lines))
 
-    before = snapshot(db_path)
+    before = snapshot(db_url)
     with populated.connect() as conn:
         head_before = read_head(conn)
     assert before.counts["entries"] == 2 and before.counts["chunk_versions"] == 2
@@ -61,7 +63,7 @@ def test_bad_record_leaves_database_unchanged(
     if kind != "dedupe group":  # found while reading: the message names the line
         assert str(info.value).startswith(f"{path}:{POSITIONS[position] + 1}: ")
 
-    after = snapshot(db_path)
+    after = snapshot(db_url)
     assert after.counts == before.counts
     assert after.head == before.head
     assert after.dump == before.dump
@@ -70,7 +72,7 @@ def test_bad_record_leaves_database_unchanged(
 
 
 def test_the_next_ingest_continues_the_chain_after_a_refusal(
-    populated: Engine, db_path: Path, tmp_path: Path
+    populated: Engine, db_url: str, tmp_path: Path
 ) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(jsonl_bytes([record_text(id="fine", dedupe_key="fine"), b"{"]))
@@ -78,11 +80,11 @@ def test_the_next_ingest_continues_the_chain_after_a_refusal(
         ingest(populated, [str(bad)])
     good = write_jsonl(tmp_path / "good.jsonl", [chunk(id="fine", dedupe_key="fine")])
     assert ingest(populated, [str(good)]).batch == 3  # no gap left by the refused run
-    assert snapshot(db_path).counts["entries"] == 3
+    assert snapshot(db_url).counts["entries"] == 3
 
 
 def test_rows_already_written_are_rolled_back(
-    populated: Engine, db_path: Path, tmp_path: Path
+    populated: Engine, db_url: str, tmp_path: Path
 ) -> None:
     """A refusal on the last line comes after earlier slices were inserted: they go too."""
     inserts: list[int] = []
@@ -95,7 +97,7 @@ def test_rows_already_written_are_rolled_back(
     lines.append(BAD_RECORDS["changed version"])
     path = tmp_path / "late.jsonl"
     path.write_bytes(jsonl_bytes(lines))
-    before = snapshot(db_path)
+    before = snapshot(db_url)
     event.listen(populated, "before_cursor_execute", count)
     try:
         with pytest.raises(LedgerError):
@@ -103,4 +105,4 @@ def test_rows_already_written_are_rolled_back(
     finally:
         event.remove(populated, "before_cursor_execute", count)
     assert sum(inserts) >= 3 * SLICE
-    assert snapshot(db_path) == before
+    assert snapshot(db_url) == before

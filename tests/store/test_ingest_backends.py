@@ -14,18 +14,10 @@ from sqlalchemy import Engine, func, select
 
 from ledger.canonical import content_digest
 from ledger.chain import GENESIS
-from ledger.db import make_engine
 from ledger.errors import InputError, RefusedError
 from ledger.ingest import SLICE, ingest
 from ledger.models import ChunkVersion, Entry
 from tests.conftest import FIXTURE, chunk, write_jsonl
-
-
-@pytest.fixture
-def ledger_engine(db_url: str) -> Engine:  # type: ignore[misc]
-    engine = make_engine(db_url)
-    yield engine
-    engine.dispose()
 
 
 def rows(engine: Engine) -> list[tuple[str, str, str, str]]:

@@ -1,6 +1,7 @@
 """Every rule of SPEC's chunk table, through `ledger.ingest.ingest` on a real
-migrated SQLite file: the refusal names the file, the line (JSON Lines) or index
-(array), the field and the rule, and nothing is stored."""
+migrated ledger on each backend (a SQLite file and a PostgreSQL database): the
+refusal names the file, the line (JSON Lines) or index (array), the field and
+the rule, and nothing is stored."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ledger.errors import EXIT_INVALID, InputError, LedgerError, RefusedError
 from ledger.ingest import ingest
 from ledger.models import ChunkVersion
 from tests.conftest import chunk, write_jsonl
+from tests.dbtools import snapshot
 from tests.store.ingest_cases import (
     BOUNDARY_RECORDS,
     RECORD_RULES,
@@ -24,18 +26,17 @@ from tests.store.ingest_cases import (
     good_lines,
     jsonl_bytes,
     record_text,
-    snapshot,
 )
 
 
-def refusal(engine: Engine, db_path: Path, paths: list[Path], fmt: str = "auto") -> LedgerError:
+def refusal(engine: Engine, db: str, paths: list[Path], fmt: str = "auto") -> LedgerError:
     """Ingest must refuse with exit code 1 and leave the database as it was."""
-    before = snapshot(db_path)
+    before = snapshot(db)
     with pytest.raises(LedgerError) as info:
         ingest(engine, [str(p) for p in paths], fmt)
     assert info.value.exit_code == EXIT_INVALID
     assert "\n" not in str(info.value)
-    assert snapshot(db_path) == before
+    assert snapshot(db) == before
     return info.value
 
 
@@ -45,44 +46,44 @@ def expected_prefix(where: str, rule: Rule) -> str:
 
 @pytest.mark.parametrize("rule", RECORD_RULES, ids=[r.name for r in RECORD_RULES])
 def test_jsonl_rule_names_file_line_field_and_rule(
-    rule: Rule, engine: Engine, db_path: Path, tmp_path: Path
+    rule: Rule, ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     path = tmp_path / "chunks.jsonl"
     lines = good_lines(4)
     path.write_bytes(jsonl_bytes(lines[:2] + [rule.text] + lines[2:]))
-    message = str(refusal(engine, db_path, [path]))
+    message = str(refusal(ledger_engine, db_url, [path]))
     assert message.startswith(expected_prefix(f"{path}:3", rule)), message
     assert rule.rule in message
 
 
 @pytest.mark.parametrize("rule", RECORD_RULES, ids=[r.name for r in RECORD_RULES])
 def test_array_rule_names_file_index_field_and_rule(
-    rule: Rule, engine: Engine, db_path: Path, tmp_path: Path
+    rule: Rule, ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     path = tmp_path / "chunks.json"
     items = good_lines(4)
     path.write_bytes(array_bytes(items[:3] + [rule.text] + items[3:]))
-    message = str(refusal(engine, db_path, [path]))
+    message = str(refusal(ledger_engine, db_url, [path]))
     assert message.startswith(expected_prefix(f"{path}: [3]", rule)), message
     assert rule.rule in message
 
 
 @pytest.mark.parametrize("rule", RECORD_RULES[:8], ids=[r.name for r in RECORD_RULES[:8]])
 def test_fixture_rule_names_chunks_index(
-    rule: Rule, engine: Engine, db_path: Path, tmp_path: Path
+    rule: Rule, ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     path = tmp_path / "fixture.json"
     items = good_lines(2)
     body = b'{"fixture_version": "v1", "chunks": ' + array_bytes(items + [rule.text]) + b"}"
     path.write_bytes(body)
-    message = str(refusal(engine, db_path, [path]))
+    message = str(refusal(ledger_engine, db_url, [path]))
     assert message.startswith(expected_prefix(f"{path}: chunks[2]", rule)), message
     assert rule.rule in message
 
 
-def test_boundary_values_are_accepted(engine: Engine, tmp_path: Path) -> None:
+def test_boundary_values_are_accepted(ledger_engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "edges.jsonl", BOUNDARY_RECORDS)
-    summary = ingest(engine, [str(path)])
+    summary = ingest(ledger_engine, [str(path)])
     assert (summary.read, summary.new, summary.unchanged) == (
         len(BOUNDARY_RECORDS),
         len(BOUNDARY_RECORDS),
@@ -93,63 +94,69 @@ def test_boundary_values_are_accepted(engine: Engine, tmp_path: Path) -> None:
 # File-level rules.
 
 
-def test_bom_is_refused(engine: Engine, db_path: Path, tmp_path: Path) -> None:
+def test_bom_is_refused(ledger_engine: Engine, db_url: str, tmp_path: Path) -> None:
     jsonl = tmp_path / "bom.jsonl"
     jsonl.write_bytes(b"\xef\xbb\xbf" + jsonl_bytes(good_lines(2)))
-    message = str(refusal(engine, db_path, [jsonl]))
+    message = str(refusal(ledger_engine, db_url, [jsonl]))
     assert message.startswith(f"{jsonl}:1: ") and "byte-order mark" in message
     array = tmp_path / "bom.json"
     array.write_bytes(b"\xef\xbb\xbf" + array_bytes(good_lines(2)))
-    message = str(refusal(engine, db_path, [array]))
+    message = str(refusal(ledger_engine, db_url, [array]))
     assert message.startswith(f"{array}: ") and "byte-order mark" in message
 
 
 @pytest.mark.parametrize("name", ["empty.jsonl", "empty.json"])
-def test_empty_file_is_refused(name: str, engine: Engine, db_path: Path, tmp_path: Path) -> None:
+def test_empty_file_is_refused(
+    name: str, ledger_engine: Engine, db_url: str, tmp_path: Path
+) -> None:
     path = tmp_path / name
     path.write_bytes(b"")
-    assert str(refusal(engine, db_path, [path])).startswith(f"{path}: empty file")
+    assert str(refusal(ledger_engine, db_url, [path])).startswith(f"{path}: empty file")
 
 
 @pytest.mark.parametrize("blank", [b"", b"   ", b"\t\r"])
-def test_blank_line_is_refused(blank: bytes, engine: Engine, db_path: Path, tmp_path: Path) -> None:
+def test_blank_line_is_refused(
+    blank: bytes, ledger_engine: Engine, db_url: str, tmp_path: Path
+) -> None:
     path = tmp_path / "blank.jsonl"
     lines = good_lines(3)
     path.write_bytes(jsonl_bytes(lines[:2] + [blank] + lines[2:]))
-    message = str(refusal(engine, db_path, [path]))
+    message = str(refusal(ledger_engine, db_url, [path]))
     assert message.startswith(f"{path}:3: blank line"), message
 
 
 def test_whitespace_only_json_file_is_refused(
-    engine: Engine, db_path: Path, tmp_path: Path
+    ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     path = tmp_path / "space.json"
     path.write_bytes(b" \n ")
-    assert str(refusal(engine, db_path, [path])).startswith(f"{path}: ")
+    assert str(refusal(ledger_engine, db_url, [path])).startswith(f"{path}: ")
 
 
-def test_invalid_json_syntax_names_line(engine: Engine, db_path: Path, tmp_path: Path) -> None:
+def test_invalid_json_syntax_names_line(ledger_engine: Engine, db_url: str, tmp_path: Path) -> None:
     path = tmp_path / "broken.jsonl"
     path.write_bytes(jsonl_bytes(good_lines(1) + [b'{"id": "x",']))
-    message = str(refusal(engine, db_path, [path]))
+    message = str(refusal(ledger_engine, db_url, [path]))
     assert message.startswith(f"{path}:2: invalid JSON"), message
 
 
 @pytest.mark.parametrize("body", [b"[]", b'{"chunks": []}'])
-def test_no_records_is_refused(body: bytes, engine: Engine, db_path: Path, tmp_path: Path) -> None:
+def test_no_records_is_refused(
+    body: bytes, ledger_engine: Engine, db_url: str, tmp_path: Path
+) -> None:
     path = tmp_path / "none.json"
     path.write_bytes(body)
-    message = str(refusal(engine, db_path, [path]))
+    message = str(refusal(ledger_engine, db_url, [path]))
     assert str(path) in message and "no chunk records" in message
 
 
 def test_a_bad_second_file_stores_nothing_of_the_first(
-    engine: Engine, db_path: Path, tmp_path: Path
+    ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     first = write_jsonl(tmp_path / "first.jsonl", [chunk(id="first")])
     second = tmp_path / "second.jsonl"
     second.write_bytes(jsonl_bytes([record_text(id="second", priority=500)]))
-    message = str(refusal(engine, db_path, [first, second]))
+    message = str(refusal(ledger_engine, db_url, [first, second]))
     assert message.startswith(f"{second}:1: field 'priority': must be between 0 and 100")
 
 
@@ -179,13 +186,13 @@ DEDUPE_BREAKS = [
     "overrides, rule", [(o, r) for _, o, r in DEDUPE_BREAKS], ids=[n for n, _, _ in DEDUPE_BREAKS]
 )
 def test_dedupe_group_rule_in_one_file(
-    overrides: dict[str, object], rule: str, engine: Engine, db_path: Path, tmp_path: Path
+    overrides: dict[str, object], rule: str, ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     path = write_jsonl(
         tmp_path / "group.jsonl",
         [chunk(id="other"), member("member-a"), member("member-b", **overrides)],
     )
-    message = str(refusal(engine, db_path, [path]))
+    message = str(refusal(ledger_engine, db_url, [path]))
     assert message.startswith(f"{path}:3: field 'dedupe_key': "), message
     assert rule in message
     assert f"'{GROUP}'" in message and "'member-a'" in message and "'member-b'" in message
@@ -195,37 +202,39 @@ def test_dedupe_group_rule_in_one_file(
     "overrides, rule", [(o, r) for _, o, r in DEDUPE_BREAKS], ids=[n for n, _, _ in DEDUPE_BREAKS]
 )
 def test_dedupe_group_rule_across_two_runs(
-    overrides: dict[str, object], rule: str, engine: Engine, db_path: Path, tmp_path: Path
+    overrides: dict[str, object], rule: str, ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     first = write_jsonl(tmp_path / "first.jsonl", [member("member-a")])
-    assert ingest(engine, [str(first)]).new == 1
+    assert ingest(ledger_engine, [str(first)]).new == 1
     second = write_jsonl(
         tmp_path / "second.jsonl", [chunk(id="unrelated"), member("member-b", **overrides)]
     )
-    message = str(refusal(engine, db_path, [second]))
+    message = str(refusal(ledger_engine, db_url, [second]))
     assert message.startswith(f"{second}:2: field 'dedupe_key': "), message
     assert rule in message
 
 
 def test_required_member_stored_first_refuses_a_later_member(
-    engine: Engine, db_path: Path, tmp_path: Path
+    ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     first = write_jsonl(tmp_path / "first.jsonl", [member("member-a", required=True)])
-    ingest(engine, [str(first)])
+    ingest(ledger_engine, [str(first)])
     second = write_jsonl(tmp_path / "second.jsonl", [member("member-b")])
-    message = str(refusal(engine, db_path, [second]))
+    message = str(refusal(ledger_engine, db_url, [second]))
     assert message.startswith(f"{second}:1: field 'dedupe_key': required chunks cannot share")
 
 
-def test_a_consistent_group_of_optional_chunks_is_accepted(engine: Engine, tmp_path: Path) -> None:
+def test_a_consistent_group_of_optional_chunks_is_accepted(
+    ledger_engine: Engine, tmp_path: Path
+) -> None:
     path = write_jsonl(tmp_path / "ok.jsonl", [member("member-a"), member("member-b", priority=9)])
-    assert ingest(engine, [str(path)]).new == 2
+    assert ingest(ledger_engine, [str(path)]).new == 2
     later = write_jsonl(tmp_path / "later.jsonl", [member("member-c", priority=1)])
-    assert ingest(engine, [str(later)]).new == 1
+    assert ingest(ledger_engine, [str(later)]).new == 1
 
 
 def test_versions_of_one_id_are_not_duplicates(
-    engine: Engine, db_path: Path, tmp_path: Path
+    ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     # A required chunk with several versions that differ in section, permission
     # and trust forms a "group" of one id: no rule applies.
@@ -236,7 +245,7 @@ def test_versions_of_one_id_are_not_duplicates(
             member("solo", source_version="2", required=True, section="state"),
         ],
     )
-    assert ingest(engine, [str(path)]).new == 2
+    assert ingest(ledger_engine, [str(path)]).new == 2
     later = write_jsonl(
         tmp_path / "later.jsonl",
         [
@@ -249,24 +258,28 @@ def test_versions_of_one_id_are_not_duplicates(
             )
         ],
     )
-    assert ingest(engine, [str(later)]).new == 1
+    assert ingest(ledger_engine, [str(later)]).new == 1
     # A second id joining that group makes it a real group, with a required member.
     joiner = write_jsonl(tmp_path / "joiner.jsonl", [member("joiner")])
-    message = str(refusal(engine, db_path, [joiner]))
+    message = str(refusal(ledger_engine, db_url, [joiner]))
     assert "required chunks cannot share a dedupe_key" in message
 
 
-def test_dedupe_refusal_is_a_refused_error(engine: Engine, db_path: Path, tmp_path: Path) -> None:
+def test_dedupe_refusal_is_a_refused_error(
+    ledger_engine: Engine, db_url: str, tmp_path: Path
+) -> None:
     path = write_jsonl(
         tmp_path / "g.jsonl", [member("member-a"), member("member-b", trust="unverified")]
     )
-    assert isinstance(refusal(engine, db_path, [path]), RefusedError)
+    assert isinstance(refusal(ledger_engine, db_url, [path]), RefusedError)
 
 
 # What is stored.
 
 
-def test_text_fields_stored_stripped_and_content_exactly(engine: Engine, tmp_path: Path) -> None:
+def test_text_fields_stored_stripped_and_content_exactly(
+    ledger_engine: Engine, tmp_path: Path
+) -> None:
     content = "  \n\tBody kept exactly, é \U0001f600 \r\n  "
     rec = chunk(
         id="  padded-id ",
@@ -281,8 +294,8 @@ def test_text_fields_stored_stripped_and_content_exactly(engine: Engine, tmp_pat
         content=content,
     )
     path = write_jsonl(tmp_path / "padded.jsonl", [rec])
-    ingest(engine, [str(path)])
-    with engine.connect() as conn:
+    ingest(ledger_engine, [str(path)])
+    with ledger_engine.connect() as conn:
         row = conn.execute(select(ChunkVersion.__table__)).one()
     stored = {
         "id": row.chunk_id,
@@ -308,17 +321,17 @@ def test_text_fields_stored_stripped_and_content_exactly(engine: Engine, tmp_pat
     assert row.record_digest == hashlib.sha256(rfc8785.dumps(expected)).hexdigest()
 
 
-def test_unknown_format_name_is_refused(engine: Engine, tmp_path: Path) -> None:
+def test_unknown_format_name_is_refused(ledger_engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "a.jsonl", [chunk()])
     with pytest.raises(InputError, match="--format"):
-        ingest(engine, [str(path)], "yaml")
+        ingest(ledger_engine, [str(path)], "yaml")
 
 
-def test_stored_json_matches_input_json(engine: Engine, tmp_path: Path) -> None:
+def test_stored_json_matches_input_json(ledger_engine: Engine, tmp_path: Path) -> None:
     """Every JSON Lines record round-trips: what is stored is what was given."""
     recs = [json.loads(line) for line in good_lines(5, "round")]
     path = write_jsonl(tmp_path / "round.jsonl", recs)
-    ingest(engine, [str(path)])
-    with engine.connect() as conn:
+    ingest(ledger_engine, [str(path)])
+    with ledger_engine.connect() as conn:
         ids = [r.chunk_id for r in conn.execute(select(ChunkVersion.__table__).order_by("vid"))]
     assert ids == [r["id"] for r in recs]

@@ -1,4 +1,5 @@
-"""Immutable versions, idempotent re-ingest, and ingest entries on the hash chain."""
+"""Immutable versions, idempotent re-ingest, and ingest entries on the hash chain,
+on each backend: a SQLite file and a PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ledger.errors import RefusedError
 from ledger.ingest import SLICE, ingest
 from ledger.models import Batch, ChunkVersion, Entry
 from tests.conftest import chunk, write_jsonl
-from tests.store.ingest_cases import snapshot
+from tests.dbtools import snapshot
 
 
 def digest_of(rec: dict[str, object]) -> str:
@@ -41,22 +42,22 @@ def batches(engine: Engine) -> list[tuple[int, int, int, int]]:
 
 
 def test_reingesting_the_same_file_adds_nothing_but_an_entry(
-    engine: Engine, tmp_path: Path
+    ledger_engine: Engine, tmp_path: Path
 ) -> None:
     path = write_jsonl(tmp_path / "chunks.jsonl", records(25))
-    first = ingest(engine, [str(path)])
-    second = ingest(engine, [str(path)])
+    first = ingest(ledger_engine, [str(path)])
+    second = ingest(ledger_engine, [str(path)])
     assert first.to_json() == {"batch": 1, "read": 25, "new": 25, "unchanged": 0}
     assert second.to_json() == {"batch": 2, "read": 25, "new": 0, "unchanged": 25}
-    assert batches(engine) == [(1, 25, 25, 0), (2, 25, 0, 25)]
-    with engine.connect() as conn:
+    assert batches(ledger_engine) == [(1, 25, 25, 0), (2, 25, 0, 25)]
+    with ledger_engine.connect() as conn:
         assert len(conn.execute(select(ChunkVersion.__table__)).all()) == 25
 
 
-def test_a_new_version_of_a_stored_id_is_new(engine: Engine, tmp_path: Path) -> None:
-    ingest(engine, [str(write_jsonl(tmp_path / "v1.jsonl", [chunk(source_version="1")]))])
+def test_a_new_version_of_a_stored_id_is_new(ledger_engine: Engine, tmp_path: Path) -> None:
+    ingest(ledger_engine, [str(write_jsonl(tmp_path / "v1.jsonl", [chunk(source_version="1")]))])
     summary = ingest(
-        engine,
+        ledger_engine,
         [
             str(
                 write_jsonl(
@@ -82,55 +83,55 @@ def test_a_new_version_of_a_stored_id_is_new(engine: Engine, tmp_path: Path) -> 
     ids=["content", "priority", "expires_on", "required", "source_uri", "trailing space"],
 )
 def test_a_changed_version_is_refused_naming_both_digests(
-    change: dict[str, object], engine: Engine, db_path: Path, tmp_path: Path
+    change: dict[str, object], ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     original = chunk()
     changed = chunk(**change)
-    ingest(engine, [str(write_jsonl(tmp_path / "v1.jsonl", [original]))])
-    before = snapshot(db_path)
+    ingest(ledger_engine, [str(write_jsonl(tmp_path / "v1.jsonl", [original]))])
+    before = snapshot(db_url)
     path = write_jsonl(tmp_path / "edit.jsonl", [chunk(id="other"), changed])
     with pytest.raises(RefusedError) as info:
-        ingest(engine, [str(path)])
+        ingest(ledger_engine, [str(path)])
     message = str(info.value)
     assert info.value.exit_code == 1
     assert message.startswith(f"{path}:2: chunk 'alpha' version '1' is already stored")
     assert digest_of(original) in message and digest_of(changed) in message
-    assert snapshot(db_path) == before
+    assert snapshot(db_url) == before
 
 
 def test_the_same_version_twice_in_one_input_counts_unchanged(
-    engine: Engine, tmp_path: Path
+    ledger_engine: Engine, tmp_path: Path
 ) -> None:
     path = write_jsonl(
         tmp_path / "twice.jsonl", [chunk(), chunk(id="beta", dedupe_key="beta"), chunk()]
     )
-    summary = ingest(engine, [str(path)])
+    summary = ingest(ledger_engine, [str(path)])
     assert (summary.read, summary.new, summary.unchanged) == (3, 2, 1)
 
 
 def test_the_same_version_differing_in_one_input_is_refused(
-    engine: Engine, db_path: Path, tmp_path: Path
+    ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     path = write_jsonl(tmp_path / "twice.jsonl", [chunk(), chunk(content="Other body.")])
-    before = snapshot(db_path)
+    before = snapshot(db_url)
     with pytest.raises(RefusedError) as info:
-        ingest(engine, [str(path)])
+        ingest(ledger_engine, [str(path)])
     message = str(info.value)
     assert message.startswith(f"{path}:2: ")
     assert digest_of(chunk()) in message and digest_of(chunk(content="Other body.")) in message
-    assert snapshot(db_path) == before
+    assert snapshot(db_url) == before
 
 
 def test_repeats_far_apart_in_one_input_are_caught(
-    engine: Engine, db_path: Path, tmp_path: Path
+    ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     """The second copy lands in a later write slice than the first."""
     bulk = records(SLICE + 10)
     same = write_jsonl(tmp_path / "same.jsonl", [chunk(), *bulk, chunk()])
-    summary = ingest(engine, [str(same)])
+    summary = ingest(ledger_engine, [str(same)])
     assert (summary.new, summary.unchanged) == (len(bulk) + 1, 1)
 
-    before = snapshot(db_path)
+    before = snapshot(db_url)
     changed = write_jsonl(
         tmp_path / "changed.jsonl",
         [
@@ -140,23 +141,23 @@ def test_repeats_far_apart_in_one_input_are_caught(
         ],
     )
     with pytest.raises(RefusedError, match=f"{changed}:{SLICE + 12}: "):
-        ingest(engine, [str(changed)])
-    assert snapshot(db_path) == before
+        ingest(ledger_engine, [str(changed)])
+    assert snapshot(db_url) == before
 
 
-def test_the_same_file_twice_in_one_run(engine: Engine, tmp_path: Path) -> None:
+def test_the_same_file_twice_in_one_run(ledger_engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "a.jsonl", records(3))
-    summary = ingest(engine, [str(path), str(path)])
+    summary = ingest(ledger_engine, [str(path), str(path)])
     assert (summary.read, summary.new, summary.unchanged) == (6, 3, 3)
 
 
-def test_ingest_entries_form_a_hash_chain(engine: Engine, tmp_path: Path) -> None:
+def test_ingest_entries_form_a_hash_chain(ledger_engine: Engine, tmp_path: Path) -> None:
     runs = [records(3, "one"), records(2, "two"), records(3, "one") + records(1, "three")]
     for i, recs in enumerate(runs):
-        ingest(engine, [str(write_jsonl(tmp_path / f"run{i}.jsonl", recs))])
+        ingest(ledger_engine, [str(write_jsonl(tmp_path / f"run{i}.jsonl", recs))])
     e = Entry.__table__.c
     v = ChunkVersion.__table__.c
-    with engine.connect() as conn:
+    with ledger_engine.connect() as conn:
         rows = conn.execute(select(Entry.__table__).order_by(e.seq)).all()
         digests = {
             seq: sorted(
@@ -194,10 +195,10 @@ def test_ingest_entries_form_a_hash_chain(engine: Engine, tmp_path: Path) -> Non
     assert len(digests[3]) == 1  # only "three-0" was new in the third run
 
 
-def test_batch_records_its_sources(engine: Engine, tmp_path: Path) -> None:
+def test_batch_records_its_sources(ledger_engine: Engine, tmp_path: Path) -> None:
     a = write_jsonl(tmp_path / "a.jsonl", records(1, "a"))
     b = write_jsonl(tmp_path / "b.jsonl", records(1, "b"))
-    ingest(engine, [str(a), str(b)])
-    with engine.connect() as conn:
+    ingest(ledger_engine, [str(a), str(b)])
+    with ledger_engine.connect() as conn:
         sources = conn.execute(select(Batch.__table__.c.sources)).scalar_one()
     assert json.loads(sources) == ["a.jsonl", "b.jsonl"]

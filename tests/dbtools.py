@@ -1,0 +1,185 @@
+"""One way for tests to make, copy, read and tamper with a ledger database on
+either backend: a SQLite file or a database on the throwaway PostgreSQL server.
+
+A ledger under test is named by the string the CLI takes for `--db`: a file path
+for SQLite, a `postgresql+psycopg://` URL for PostgreSQL. Raw SQL goes through
+the driver itself (`sqlite3` or `psycopg`), as an attacker with access to the
+database would use it, never through the project's code. SQL is written with
+`?` placeholders and rewritten to `%s` for psycopg.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_ledger
+
+# Set by the `pg_server` fixture of tests/conftest.py for the whole session.
+SERVER: Any = None
+TABLES = ("entries", "chunk_versions", "batches", "grants", "policies", "packs", "decisions")
+
+
+def is_pg(db: str | Path) -> bool:
+    return str(db).startswith("postgresql")
+
+
+def backend_of(db: str | Path) -> str:
+    return "postgresql" if is_pg(db) else "sqlite"
+
+
+def _server() -> Any:
+    if SERVER is None:
+        raise RuntimeError("no PostgreSQL server: request the `pg_server` fixture (tests/conftest.py)")
+    return SERVER
+
+
+def _libpq(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+def _db_name(url: str) -> str:
+    return url.rsplit("/", 1)[1]
+
+
+def new_database(folder: Path, backend: str, name: str = "ledger") -> str:
+    """A database with no schema yet: a path in `folder`, or a new PostgreSQL database."""
+    if backend == "sqlite":
+        folder.mkdir(parents=True, exist_ok=True)
+        return str(folder / f"{name}.db")
+    from tests import pgserver
+
+    return pgserver.create_database(_server(), f"{name}_{os.getpid()}_{uuid.uuid4().hex[:10]}")
+
+
+def new_ledger(folder: Path, backend: str = "sqlite", name: str = "ledger") -> str:
+    """A new ledger made by `ledger init`, as a user makes one."""
+    db = new_database(folder, backend, name)
+    run_ledger("init", db=db, check=True)
+    return db
+
+
+def copy_ledger(src: str | Path, dst: Path) -> str:
+    """An exact copy of a ledger: the SQLite file (and its WAL files, if a writer
+    left any) copied to `dst`, or a new PostgreSQL database made from `src` as
+    its template (nobody may be connected to `src` meanwhile)."""
+    if not is_pg(src):
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{sqlite_file(src)}{suffix}").exists():
+                shutil.copyfile(f"{sqlite_file(src)}{suffix}", f"{dst}{suffix}")
+        return str(dst)
+    from tests import pgserver
+
+    name = f"copy_{os.getpid()}_{uuid.uuid4().hex[:10]}"
+    return pgserver.create_database(_server(), name, template=_db_name(str(src)))
+
+
+def drop(db: str | Path) -> None:
+    """Drop a PostgreSQL database made by these helpers (a SQLite file goes with
+    its pytest temporary folder), so that a long run does not fill the disk."""
+    if not is_pg(db):
+        return
+    import psycopg
+
+    with psycopg.connect(_libpq(_server().url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{_db_name(str(db))}" WITH (FORCE)')
+
+
+@contextmanager
+def connect(db: str | Path) -> Iterator[Any]:
+    """A raw driver connection; committed on success, rolled back on error."""
+    if is_pg(db):
+        import psycopg
+
+        with psycopg.connect(_libpq(str(db))) as conn:  # commits on a clean exit
+            yield conn
+        return
+    con = sqlite3.connect(sqlite_file(db))
+    try:
+        yield con
+        con.commit()
+    finally:
+        con.close()
+
+
+def sqlite_file(db: str | Path) -> str:
+    """The file of a SQLite ledger named by a path or a `sqlite:///` URL."""
+    text = str(db)
+    return text[len("sqlite:///"):] if text.startswith("sqlite:///") else text
+
+
+def _sql(db: str | Path, sql: str) -> str:
+    return sql.replace("?", "%s") if is_pg(db) else sql
+
+
+def query(db: str | Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with connect(db) as con:
+        return [tuple(r) for r in con.execute(_sql(db, sql), params).fetchall()]
+
+
+def execute(con: Any, db: str | Path, sql: str, params: tuple[Any, ...] = ()) -> int:
+    """Run one statement on an open connection; return how many rows it changed."""
+    cur = con.execute(_sql(db, sql), params)
+    return int(cur.rowcount)
+
+
+def tables(db: str | Path) -> list[str]:
+    """The database's tables (the ledger's and Alembic's), sorted."""
+    return sorted(r[0] for r in query(db, _PG_TABLES if is_pg(db) else _SQLITE_TABLES))
+
+
+# The catalog of a PostgreSQL database: every column with its type, default and
+# nullability, every constraint and every index of the public schema. On SQLite
+# `iterdump()` gives the same (and every row) as SQL text.
+_PG_TABLES = "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+_PG_CATALOG = (
+    "SELECT c.relname, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
+    "pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+    "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+    "WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 "
+    "AND NOT a.attisdropped",
+    "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE connamespace = 'public'::regnamespace",
+    "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'",
+)
+_SQLITE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A ledger's content at one moment; equal snapshots: "the database is unchanged"."""
+
+    counts: dict[str, int]  # rows of every table, the ledger's and Alembic's
+    head: tuple[int, str] | None  # (seq, entry_hash) of the last entry
+    dump: dict[str, list[tuple[Any, ...]]]  # every row of every table, in a stable order
+    schema: tuple[Any, ...]  # SQLite: iterdump(), schema and rows; PostgreSQL: the catalog
+
+
+def snapshot(db: str | Path) -> Snapshot:
+    """What `table_counts` and `dump` read, for every table (Alembic's
+    and the token cache too), plus the schema; through one connection."""
+    pg = is_pg(db)
+    with connect(db) as con:
+        names = sorted(r[0] for r in con.execute(_PG_TABLES if pg else _SQLITE_TABLES))
+        assert set(TABLES) <= set(names), names
+        dump = {
+            t: sorted((tuple(r) for r in con.execute(f'SELECT * FROM "{t}"')), key=repr)
+            for t in names
+        }
+        last = "SELECT seq, entry_hash FROM entries ORDER BY seq DESC LIMIT 1"
+        head = con.execute(last).fetchone()
+        if pg:
+            schema: tuple[Any, ...] = tuple(
+                sorted((tuple(r) for r in con.execute(sql)), key=repr) for sql in _PG_CATALOG
+            )
+        else:
+            schema = tuple(con.iterdump())
+    counts = {t: len(rows) for t, rows in dump.items()}
+    return Snapshot(counts, None if head is None else (int(head[0]), str(head[1])), dump, schema)
