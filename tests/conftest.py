@@ -183,7 +183,8 @@ def db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path):  # typ
 
     if backend == "postgresql":
         template = request.getfixturevalue("pg_migrated_template")
-        url = pgserver.create_database(dbtools.SERVER, f"ledger_{os.getpid()}_{uuid.uuid4().hex[:10]}", template)
+        name = f"ledger_{os.getpid()}_{uuid.uuid4().hex[:10]}"
+        url = pgserver.create_database(dbtools.SERVER, name, template)
     else:
         url = _new_database_url(request, backend, tmp_path, "ledger")
         engine = make_engine(url, create=True)

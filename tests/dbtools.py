@@ -163,8 +163,8 @@ class Snapshot:
 
 
 def snapshot(db: str | Path) -> Snapshot:
-    """What `table_counts` and `dump` read, for every table (Alembic's
-    and the token cache too), plus the schema; through one connection."""
+    """Every row of every table (the ledger's, Alembic's and the token cache),
+    the chain head and the schema, read through one connection."""
     pg = is_pg(db)
     with connect(db) as con:
         names = sorted(r[0] for r in con.execute(_PG_TABLES if pg else _SQLITE_TABLES))
