@@ -31,10 +31,6 @@ def is_pg(db: str | Path) -> bool:
     return str(db).startswith("postgresql")
 
 
-def backend_of(db: str | Path) -> str:
-    return "postgresql" if is_pg(db) else "sqlite"
-
-
 def _server() -> Any:
     if SERVER is None:
         raise RuntimeError("no PostgreSQL server: request the `pg_server` fixture (tests/conftest.py)")
