@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen import setup_ledger  # noqa: E402
+from gen import diff_packs, setup_ledger  # noqa: E402
 
 
 def _many_packs(url: str, tmp: Path, packs: int, candidates: int) -> None:
@@ -128,15 +128,10 @@ def bench_why(tmp: Path, packs: int, candidates: int) -> list[dict[str, Any]]:
 
 def bench_diff(tmp: Path, candidates: int) -> list[dict[str, Any]]:
     from ledger.audit import diff
-    from ledger.build import build_pack
-    from ledger.db import make_engine, read_transaction
+    from ledger.db import read_transaction
 
     db_file = tmp / "diff.db"
-    url = f"sqlite:///{db_file}"
-    setup_ledger(url, tmp / "diff.jsonl", candidates, candidates * 20)
-    engine = make_engine(url)
-    a = build_pack(engine, "2026-03-01")
-    b = build_pack(engine, "2026-09-01", budget=candidates * 15)
+    engine, a, b = diff_packs(f"sqlite:///{db_file}", tmp / "diff.jsonl", candidates)
 
     def ours() -> None:
         with read_transaction(engine) as conn:

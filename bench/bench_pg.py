@@ -28,7 +28,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from gen import ALLOWED, GRANTED, setup_ledger, write_jsonl  # noqa: E402
+from gen import ALLOWED, GRANTED, diff_packs, setup_ledger, write_jsonl  # noqa: E402
 
 AS_OF = "2026-06-15"
 
@@ -131,7 +131,6 @@ def bench_audit(server: Any, packs: int, tmp: Path, diff_n: int) -> list[dict[st
     from bench_audit import _many_packs
 
     from ledger.audit import diff, verify, why_evicted
-    from ledger.build import build_pack
     from ledger.db import make_engine, read_transaction
     from tests.pgserver import create_database
 
@@ -188,10 +187,7 @@ def bench_audit(server: Any, packs: int, tmp: Path, diff_n: int) -> list[dict[st
     engine.dispose()
 
     url = create_database(server, "bench_diff")
-    setup_ledger(url, tmp / "pg-diff.jsonl", diff_n, diff_n * 20)
-    engine = make_engine(url)
-    a = build_pack(engine, "2026-03-01")
-    b = build_pack(engine, "2026-09-01", budget=diff_n * 15)
+    engine, a, b = diff_packs(url, tmp / "pg-diff.jsonl", diff_n)
 
     def ours_diff() -> None:
         with read_transaction(engine) as conn:

@@ -89,3 +89,14 @@ def setup_ledger(url: str, path: Path, n: int, budget: int) -> None:
     change_grants(engine, "default", list(GRANTED), "grant")
     set_policy(engine, list(ALLOWED), budget)
     engine.dispose()
+
+
+def diff_packs(url: str, path: Path, n: int) -> tuple[Any, int, int]:
+    """A ledger of `n` candidates with the two packs the diff benchmarks compare
+    (six months apart, the second with a smaller budget); (engine, a, b)."""
+    from ledger.build import build_pack
+    from ledger.db import make_engine
+
+    setup_ledger(url, path, n, n * 20)
+    engine = make_engine(url)
+    return engine, build_pack(engine, "2026-03-01"), build_pack(engine, "2026-09-01", budget=n * 15)
