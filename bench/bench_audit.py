@@ -29,8 +29,8 @@ from gen import diff_packs, setup_ledger  # noqa: E402
 
 
 def _many_packs(url: str, tmp: Path, packs: int, candidates: int) -> None:
-    from ledger.batch import run_batch
-    from ledger.db import make_engine
+    from ledger.store.batch import run_batch
+    from ledger.store.engine import make_engine
 
     setup_ledger(url, tmp / "audit.jsonl", candidates, 20_000)
     engine = make_engine(url)
@@ -57,8 +57,8 @@ def _time(fn: Any, repeat: int = 7) -> float:
 
 
 def bench_why(tmp: Path, packs: int, candidates: int) -> list[dict[str, Any]]:
-    from ledger.audit import verify, why_evicted
-    from ledger.db import make_engine, read_transaction
+    from ledger.store.audit import verify, why_evicted
+    from ledger.store.engine import make_engine, read_transaction
 
     db_file = tmp / "audit.db"
     url = f"sqlite:///{db_file}"
@@ -127,8 +127,8 @@ def bench_why(tmp: Path, packs: int, candidates: int) -> list[dict[str, Any]]:
 
 
 def bench_diff(tmp: Path, candidates: int) -> list[dict[str, Any]]:
-    from ledger.audit import diff
-    from ledger.db import read_transaction
+    from ledger.store.audit import diff
+    from ledger.store.engine import read_transaction
 
     db_file = tmp / "diff.db"
     engine, a, b = diff_packs(f"sqlite:///{db_file}", tmp / "diff.jsonl", candidates)

@@ -1,6 +1,6 @@
 """Benchmark `ledger build`: one pack over 10,000 and 100,000 candidates.
 
-Ours: `ledger.build.build_pack` end to end (read candidates, select, digest,
+Ours: `ledger.store.build.build_pack` end to end (read candidates, select, digest,
 write the pack and one decision row per candidate, seal the entry). Baseline, in
 the same run on the same database: the in-memory core selection of the same
 candidates plus a raw `sqlite3` `executemany` of the same decision rows into the
@@ -26,8 +26,8 @@ AS_OF = "2026-06-15"
 
 
 def _baseline(db_file: Path, candidates: list[Any], budget: int, vid_of: dict[str, int]) -> float:
-    from ledger.build import REASON_CODES
-    from ledger.select import Request, select
+    from ledger.core.reasons import REASON_CODES
+    from ledger.core.select import Request, select
 
     t0 = time.perf_counter()
     ctx = select(candidates, Request(AS_OF, frozenset(GRANTED), frozenset(ALLOWED), budget))
@@ -37,7 +37,7 @@ def _baseline(db_file: Path, candidates: list[Any], budget: int, vid_of: dict[st
         rows.append((10**6, vid_of[e.candidate.record_digest], REASON_CODES[e.reason], e.candidate.tokens, None,
                      e.detail.get("remaining"), vid_of[ref["record_digest"]] if ref else None))
     con = sqlite3.connect(db_file, isolation_level=None)
-    # The ledger's own pragmas (ledger.db): foreign keys are checked on every row.
+    # The ledger's own pragmas (ledger.store.engine): foreign keys are checked on every row.
     con.execute("PRAGMA foreign_keys=ON")
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=FULL")
@@ -72,9 +72,9 @@ def _file_bytes(db_file: Path) -> int:
 
 
 def bench_build(n: int, tmp: Path, extra_packs: int = 3) -> list[dict[str, Any]]:
-    from ledger.build import build_pack, load_candidates
-    from ledger.db import make_engine, read_transaction
-    from ledger.packs import pack_json
+    from ledger.store.build import build_pack, load_candidates
+    from ledger.store.engine import make_engine, read_transaction
+    from ledger.store.packs import pack_json
 
     db_file = tmp / f"build{n}.db"
     url = f"sqlite:///{db_file}"
@@ -82,7 +82,7 @@ def bench_build(n: int, tmp: Path, extra_packs: int = 3) -> list[dict[str, Any]]
     setup_ledger(url, tmp / f"chunks{n}.jsonl", n, budget)
     engine = make_engine(url)
     with read_transaction(engine) as conn:
-        from ledger.chain import read_head
+        from ledger.store.chain import read_head
 
         candidates, vid_of = load_candidates(conn, read_head(conn).seq, "estimated_tokens")
     base = min(_baseline(db_file, candidates, budget, vid_of) for _ in range(2))
@@ -108,8 +108,8 @@ def bench_build(n: int, tmp: Path, extra_packs: int = 3) -> list[dict[str, Any]]
 
 
 def bench_batch(lines: int, n: int, tmp: Path) -> list[dict[str, Any]]:
-    from ledger.batch import run_batch
-    from ledger.db import make_engine
+    from ledger.store.batch import run_batch
+    from ledger.store.engine import make_engine
 
     db_file = tmp / "batch.db"
     url = f"sqlite:///{db_file}"

@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_core.py          # 10,000 / 100,000 / 1,000,000
     .venv/bin/python bench/bench_core.py --quick  # 1,000 / 10,000 / 100,000
 
-Part 1 times `ledger.select.select` over generated in-memory candidates (fixed
+Part 1 times `ledger.core.select.select` over generated in-memory candidates (fixed
 seed; candidate generation is not timed) and compares the growth with n log n.
 Part 2 times whole `ledger pack` processes on the reference fixture against a bare
 `python -c pass` in the same run (median of 20 each).
@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from ledger.select import Candidate, Request, select
+from ledger.core.select import Candidate, Request, select
 
 SECTIONS = ("policy", "state", "evidence", "current-input")
 

@@ -1,7 +1,7 @@
 """Benchmark `ledger ingest`: throughput against raw SQLite, and peak memory.
 
 Throughput: 100,000 generated chunks (about 400-byte contents, fixed seed) as
-JSON Lines. Ours: `ledger.ingest.ingest` into a fresh migrated SQLite file (read,
+JSON Lines. Ours: `ledger.api.ingest_files` into a fresh migrated SQLite file (read,
 strict parse, validate, digest, store, dedupe check, seal the entry). Baseline, in
 the same run: a raw `sqlite3` `executemany` of the same rows (same columns, digests
 computed beforehand, untimed) into a second file with the same schema, created by
@@ -35,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen import write_jsonl  # noqa: E402
 
-from ledger.ingest import _ROW_COLUMNS as COLUMNS  # noqa: E402 - the columns ingest writes, in order
+from ledger.store.ingest import _ROW_COLUMNS as COLUMNS  # noqa: E402 - the columns ingest writes, in order
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 1
@@ -44,8 +44,8 @@ MEMORY_TARGET_MB = 300
 
 
 def _migrated(path: Path) -> str:
-    from ledger.db import make_engine
-    from ledger.migrate import upgrade_to_head
+    from ledger.store.engine import make_engine
+    from ledger.store.migrate import upgrade_to_head
 
     url = "sqlite:///" + str(path)
     engine = make_engine(url, create=True)
@@ -56,7 +56,7 @@ def _migrated(path: Path) -> str:
 
 def _rows(jsonl: Path) -> list[tuple[Any, ...]]:
     """The rows ingest stores, computed outside the baseline's timer."""
-    from ledger.canonical import content_digest, digest_value
+    from ledger.core.canonical import content_digest, digest_value
 
     rows = []
     with jsonl.open("rb") as f:
@@ -86,8 +86,8 @@ def _rows(jsonl: Path) -> list[tuple[Any, ...]]:
 
 
 def _baseline(db_file: Path, rows: list[tuple[Any, ...]]) -> float:
-    """Seconds for a raw executemany of `rows` in one transaction, same pragmas as ledger.db."""
-    from ledger.db import BUSY_TIMEOUT_MS
+    """Seconds for a raw executemany of `rows` in one transaction, same pragmas as ledger.store.engine."""
+    from ledger.store.engine import BUSY_TIMEOUT_MS
 
     con = sqlite3.connect(db_file, isolation_level=None)
     con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -115,8 +115,8 @@ def _baseline(db_file: Path, rows: list[tuple[Any, ...]]) -> float:
 
 
 def _ours(db_file: Path, jsonl: Path, profile: bool) -> float:
-    from ledger.db import make_engine
-    from ledger.ingest import ingest
+    from ledger.store.engine import make_engine
+    from ledger.api import ingest_files as ingest
 
     engine = make_engine("sqlite:///" + str(db_file))
     profiler = cProfile.Profile() if profile else None

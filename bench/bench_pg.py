@@ -51,9 +51,9 @@ def _median(fn: Any, repeat: int = 5) -> float:
 def bench_ingest(server: Any, n: int, tmp: Path) -> dict[str, Any]:
     from bench_ingest import COLUMNS, _rows
 
-    from ledger.db import make_engine
-    from ledger.ingest import ingest
-    from ledger.migrate import upgrade_to_head
+    from ledger.store.engine import make_engine
+    from ledger.api import ingest_files as ingest
+    from ledger.store.migrate import upgrade_to_head
     from tests.pgserver import create_database
 
     jsonl = write_jsonl(tmp / "pg-ingest.jsonl", n)
@@ -84,10 +84,11 @@ def bench_ingest(server: Any, n: int, tmp: Path) -> dict[str, Any]:
 
 
 def bench_build(server: Any, n: int, tmp: Path) -> dict[str, Any]:
-    from ledger.build import REASON_CODES, build_pack, load_candidates
-    from ledger.chain import read_head
-    from ledger.db import make_engine, read_transaction
-    from ledger.select import Request, select
+    from ledger.core.reasons import REASON_CODES
+    from ledger.store.build import build_pack, load_candidates
+    from ledger.store.chain import read_head
+    from ledger.store.engine import make_engine, read_transaction
+    from ledger.core.select import Request, select
     from tests.pgserver import create_database
 
     url = create_database(server, f"bench_build_{n}")
@@ -130,8 +131,8 @@ def _time_once(fn: Any) -> float:
 def bench_audit(server: Any, packs: int, tmp: Path, diff_n: int) -> list[dict[str, Any]]:
     from bench_audit import _many_packs
 
-    from ledger.audit import diff, verify, why_evicted
-    from ledger.db import make_engine, read_transaction
+    from ledger.store.audit import diff, verify, why_evicted
+    from ledger.store.engine import make_engine, read_transaction
     from tests.pgserver import create_database
 
     url = create_database(server, "bench_audit")

@@ -2,7 +2,7 @@
 
 - Writing the report in-process (`ledger.report.pack_report`), without hints and
   with the default hint limits (200 hints, 3 s); baseline: what `show --json`
-  does for the same pack (`ledger.packs.pack_json` and `json.dumps`).
+  does for the same pack (`ledger.store.packs.pack_json` and `json.dumps`).
 - The file's size: target under 5 MB.
 - The browser's load time: headless Chromium with no network, driven over the
   DevTools pipe (`tests/e2e/report_browser.py`): from navigation start to the
@@ -72,9 +72,9 @@ def _load_times(paths: list[Path], runs: int = 3) -> dict[Path, tuple[float, flo
 
 
 def bench_report(n: int, tmp: Path, quick: bool) -> list[dict[str, Any]]:
-    from ledger.build import build_pack
-    from ledger.db import make_engine, read_transaction
-    from ledger.packs import pack_json
+    from ledger.store.build import build_pack
+    from ledger.store.engine import make_engine, read_transaction
+    from ledger.store.packs import pack_json
     from ledger.report import diff_report, pack_report
 
     url = f"sqlite:///{tmp / 'report.db'}"

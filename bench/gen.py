@@ -78,10 +78,10 @@ def write_jsonl(path: Path, n: int, seed: int = 1, content_bytes: int = 400) -> 
 
 def setup_ledger(url: str, path: Path, n: int, budget: int) -> None:
     """A migrated ledger holding `n` generated chunks, grants and a policy."""
-    from ledger.access import change_grants, set_policy
-    from ledger.db import make_engine
-    from ledger.ingest import ingest
-    from ledger.migrate import upgrade_to_head
+    from ledger.store.access import change_grants, set_policy
+    from ledger.store.engine import make_engine
+    from ledger.api import ingest_files as ingest
+    from ledger.store.migrate import upgrade_to_head
 
     engine = make_engine(url, create=True)
     upgrade_to_head(engine)
@@ -94,8 +94,8 @@ def setup_ledger(url: str, path: Path, n: int, budget: int) -> None:
 def diff_packs(url: str, path: Path, n: int) -> tuple[Any, int, int]:
     """A ledger of `n` candidates with the two packs the diff benchmarks compare
     (six months apart, the second with a smaller budget); (engine, a, b)."""
-    from ledger.build import build_pack
-    from ledger.db import make_engine
+    from ledger.store.build import build_pack
+    from ledger.store.engine import make_engine
 
     setup_ledger(url, path, n, n * 20)
     engine = make_engine(url)

@@ -20,7 +20,7 @@ def subject_group() -> None:
 
 
 def _change(settings: Settings, subject: str, permissions: tuple[str, ...], action: str) -> None:
-    from ledger.access import change_grants
+    from ledger.store.access import change_grants
 
     engine = open_ledger(settings)
     try:
@@ -70,8 +70,8 @@ def subject_show_command(settings: Settings, subject: str, as_json: bool) -> Non
     \b
     ledger subject show default --json
     """
-    from ledger.access import check_subject, grant_history, grants_at
-    from ledger.db import read_transaction
+    from ledger.store.access import check_subject, grant_history, grants_at
+    from ledger.store.engine import read_transaction
 
     check_subject(subject)
     engine = open_ledger(settings)
@@ -111,7 +111,7 @@ def policy_set_command(settings: Settings, allow_trust: tuple[str, ...], budget:
     ledger policy set --allow-trust application-policy --allow-trust confirmed-state --budget 170
     ledger policy set --budget 200
     """
-    from ledger.access import set_policy
+    from ledger.store.access import set_policy
 
     if not allow_trust and budget is None:
         raise click.UsageError("give --allow-trust LABEL (repeatable) and/or --budget N")
@@ -136,8 +136,8 @@ def policy_show_command(settings: Settings, as_json: bool) -> None:
     \b
     ledger policy show --json
     """
-    from ledger.access import policy_at, policy_history
-    from ledger.db import read_transaction
+    from ledger.store.access import policy_at, policy_history
+    from ledger.store.engine import read_transaction
 
     engine = open_ledger(settings)
     try:

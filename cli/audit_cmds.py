@@ -28,9 +28,10 @@ def why_evicted_command(settings: Settings, ref: str, pack_ref: str | None, hint
     ledger why-evicted shipping-note
     ledger why-evicted 3fa2c1d9 --pack 2 --json
     """
-    from ledger.audit import describe_hint, sentence, why_evicted
-    from ledger.db import read_transaction
-    from ledger.packs import resolve_pack
+    from ledger.core.reasons import describe_hint, short_detail, why_evicted_sentence
+    from ledger.store.audit import why_evicted
+    from ledger.store.engine import read_transaction
+    from ledger.store.packs import resolve_pack
 
     engine = open_ledger(settings)
     try:
@@ -42,7 +43,7 @@ def why_evicted_command(settings: Settings, ref: str, pack_ref: str | None, hint
     if as_json:
         echo_json(result)
         return
-    click.echo(sentence(result))
+    click.echo(why_evicted_sentence(result))
     for v in result["versions"]:
         click.echo("")
         click.echo(f"{v['id']}@{v['source_version']}  record {v['record_digest'][:16]}  content {v['content_digest'][:16]}  ingested at entry {v['ingested_at_entry']}")
@@ -52,9 +53,7 @@ def why_evicted_command(settings: Settings, ref: str, pack_ref: str | None, hint
             if d["admitted"]:
                 click.echo(f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): admitted, {d['tokens']} tokens")
                 continue
-            from ledger_cli.packs_cmd import describe_detail
-
-            click.echo(f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): {d['reason']} ({describe_detail(d['reason'], d['detail'])})")
+            click.echo(f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): {d['reason']} ({short_detail(d['reason'], d['detail'])})")
             if "would_admit" in d:
                 click.echo(f"    would admit it: {describe_hint(d['would_admit'])}")
 
@@ -73,9 +72,9 @@ def diff_command(settings: Settings, pack_a: str, pack_b: str, as_json: bool) ->
     ledger diff 1 2
     ledger diff 1 2 --json
     """
-    from ledger.audit import diff
-    from ledger.db import read_transaction
-    from ledger.packs import resolve_pack
+    from ledger.store.audit import diff
+    from ledger.store.engine import read_transaction
+    from ledger.store.packs import resolve_pack
 
     engine = open_ledger(settings)
     try:
@@ -115,8 +114,8 @@ def verify_command(settings: Settings, checkpoint: str | None, as_json: bool) ->
     """
     import time
 
-    from ledger.audit import parse_checkpoint, verify
-    from ledger.db import read_transaction
+    from ledger.store.audit import parse_checkpoint, verify
+    from ledger.store.engine import read_transaction
 
     if checkpoint is not None:
         parse_checkpoint(checkpoint)
@@ -150,8 +149,8 @@ def head_command(settings: Settings, as_json: bool) -> None:
     ledger head > checkpoint.txt
     ledger verify --checkpoint "$(cat checkpoint.txt)"
     """
-    from ledger.chain import read_head
-    from ledger.db import read_transaction
+    from ledger.store.chain import read_head
+    from ledger.store.engine import read_transaction
 
     engine = open_ledger(settings)
     try:
@@ -177,9 +176,9 @@ def replay_command(settings: Settings, pack: str, as_json: bool) -> None:
     \b
     ledger replay 1
     """
-    from ledger.audit import replay
-    from ledger.db import read_transaction
-    from ledger.packs import resolve_pack
+    from ledger.store.audit import replay
+    from ledger.store.engine import read_transaction
+    from ledger.store.packs import resolve_pack
 
     engine = open_ledger(settings)
     try:

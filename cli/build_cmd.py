@@ -72,7 +72,7 @@ def build_command(
         raise click.UsageError("--keep-going goes with --batch")
     if as_of is None:
         raise click.UsageError("missing --as-of DATE (or --batch FILE.jsonl)")
-    from ledger.build import build_pack
+    from ledger.store.build import build_pack
 
     _record_and_print(
         settings, lambda engine: build_pack(engine, as_of, subject, budget, counter, ledger_at), as_json
@@ -81,8 +81,8 @@ def build_command(
 
 def _record_and_print(settings: Settings, record: Callable[[Any], int], as_json: bool) -> None:
     """Run one recording function on the ledger and print the pack it recorded."""
-    from ledger.db import read_transaction
-    from ledger.packs import pack_json
+    from ledger.store.engine import read_transaction
+    from ledger.store.packs import pack_json
     from ledger_cli.packs_cmd import render_pack
 
     engine = open_ledger(settings)
@@ -102,7 +102,7 @@ def _build_transcript(
     settings: Settings, source: str, priorities: str | None, budget: int | None, subject: str,
     ledger_at: int | None, as_of: str | None, batch: str | None, as_json: bool,
 ) -> None:
-    from ledger.build import build_transcript_pack
+    from ledger.api import build_transcript
 
     if as_of is not None or batch is not None:
         raise click.UsageError("--transcript builds one continuation: drop --as-of/--batch")
@@ -113,13 +113,13 @@ def _build_transcript(
         subject = "transcript"
     _record_and_print(
         settings,
-        lambda engine: build_transcript_pack(engine, source, priorities, budget, subject, ledger_at),
+        lambda engine: build_transcript(engine, source, priorities, budget, subject, ledger_at),
         as_json,
     )
 
 
 def _run_batch(settings: Settings, path: str, counter: str, keep_going: bool, as_json: bool) -> None:
-    from ledger.batch import run_batch
+    from ledger.store.batch import run_batch
 
     engine = open_ledger(settings)
     try:

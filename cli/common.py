@@ -24,7 +24,7 @@ def echo_json(data: Any) -> None:
 
 def open_ledger(settings: Settings):  # type: ignore[no-untyped-def]
     """The engine of the ledger named by --db, checked to be initialized and current."""
-    from ledger.db import open_engine
+    from ledger.store.engine import open_engine
 
     return open_engine(settings.url)
 

@@ -25,8 +25,8 @@ def init_command(settings: Settings) -> None:
     \b
     ledger --db team.db init
     """
-    from ledger.db import check_database, make_engine, sqlite_path
-    from ledger.migrate import upgrade_database
+    from ledger.store.engine import check_database, make_engine, sqlite_path
+    from ledger.store.migrate import upgrade_database
 
     engine = make_engine(settings.url, create=True)
     try:

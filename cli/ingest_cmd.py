@@ -45,7 +45,7 @@ def ingest_command(
     ledger ingest --json exports/*.jsonl
     ledger ingest --format transcript chat.jsonl --priorities chat.priorities.json
     """
-    from ledger.ingest import ingest
+    from ledger.api import ingest_files as ingest
 
     engine = open_ledger(settings)
     total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
@@ -78,8 +78,8 @@ def chunks_command(settings: Settings, chunk_id: str | None, as_json: bool) -> N
     ledger chunks
     ledger chunks --id refund-policy --json
     """
-    from ledger.db import read_transaction
-    from ledger.store import list_versions
+    from ledger.store.engine import read_transaction
+    from ledger.store.versions import list_versions
 
     engine = open_ledger(settings)
     try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import click
 
-from ledger.errors import EXIT_INVALID, EXIT_USAGE, LedgerError
+from ledger.core.errors import EXIT_INVALID, EXIT_USAGE, LedgerError
 
 # name -> "module:attribute". Modules are imported only when their command runs
 # (or when help lists them), so a database-free command never loads SQLAlchemy.
@@ -84,7 +84,7 @@ class LazyGroup(click.Group):
 @click.option(
     "--db",
     envvar="LEDGER_DB",
-    default="ledger.db",
+    default="ledger.store.engine",
     show_default=True,
     metavar="PATH_OR_URL",
     help="SQLite file, or a SQLAlchemy URL (postgresql+psycopg://...). Also LEDGER_DB.",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from ledger.errors import InputError, LedgerError
+from ledger.core.errors import InputError, LedgerError
 
 PACK_ERROR_EXIT = 2  # the seed-001 reference's code for every failure
 SELECT_ERROR_EXIT = 1  # the seed-000 reference's code for invalid input
@@ -115,7 +115,7 @@ def pack_command(fixture: str | None, json_pack: str | None) -> None:
       ledger pack --fixture chunks.json --json-pack out/pack.json
     """
     # Imported here: `ledger --help` should not pay for the selector.
-    from ledger.fixture import build_fixture_pack
+    from ledger.core.fixture import build_fixture_pack
 
     try:
         path = Path(fixture) if fixture is not None else Path(_default_fixture())
@@ -149,8 +149,8 @@ def select_command() -> None:
       echo '{"budget": 8, "items": [{"id": "a", "cost": 3, "priority": 0,
             "required": true, "content": "x"}]}' | ledger select
     """
-    from ledger.budgeted import run
-    from ledger.strictjson import loads_strict
+    from ledger.core.budgeted import run
+    from ledger.core.strictjson import loads_strict
 
     # Bounded: `ledger select < /dev/zero` (or an endless pipe) must end.
     data = sys.stdin.buffer.read(MAX_SELECT_INPUT + 1)

@@ -8,20 +8,10 @@ from typing import Any
 
 import click
 
+from ledger.core.reasons import short_detail
 from ledger_cli.common import echo_json, json_option, open_ledger
 from ledger_cli.ingest_cmd import render_table
 from ledger_cli.main import Settings, pass_settings
-
-
-def describe_detail(reason: str, detail: dict[str, Any]) -> str:
-    """A short human reading of an eviction's detail."""
-    if reason == "budget":
-        return f"needed {detail['needed']}, remaining {detail['remaining']}"
-    if reason in ("superseded", "duplicate"):
-        ref = detail.get("by") or detail.get("kept")
-        word = "by" if reason == "superseded" else "kept"
-        return f"{word} {ref['id']}@{ref['source_version']}"
-    return ", ".join(f"{k} {v}" for k, v in detail.items())
 
 
 def render_pack(data: dict[str, Any]) -> str:
@@ -36,7 +26,7 @@ def render_pack(data: dict[str, Any]) -> str:
     ]
     rows = [(a["section"], a["id"], a["source_version"], str(a["tokens"]), "admitted") for a in data["admitted"]]
     rows += [
-        ("-", e["id"], e["source_version"], str(e["tokens"]), f"{e['reason']} ({describe_detail(e['reason'], e['detail'])})")
+        ("-", e["id"], e["source_version"], str(e["tokens"]), f"{e['reason']} ({short_detail(e['reason'], e['detail'])})")
         for e in data["evicted"]
     ]
     lines.append(render_table(("section", "id", "version", "tokens", "reason"), rows))
@@ -57,8 +47,8 @@ def packs_command(settings: Settings, as_json: bool) -> None:
     \b
     ledger packs --json
     """
-    from ledger.db import read_transaction
-    from ledger.packs import list_packs
+    from ledger.store.engine import read_transaction
+    from ledger.store.packs import list_packs
 
     engine = open_ledger(settings)
     try:
@@ -92,8 +82,8 @@ def show_command(settings: Settings, pack: str, as_json: bool) -> None:
     ledger show 1
     ledger show 3fa2c1 --json
     """
-    from ledger.db import read_transaction
-    from ledger.packs import pack_json, resolve_pack
+    from ledger.store.engine import read_transaction
+    from ledger.store.packs import pack_json, resolve_pack
 
     engine = open_ledger(settings)
     try:
@@ -124,8 +114,8 @@ def export_command(settings: Settings, pack: str, fmt: str, with_content: bool, 
     """
     import json
 
-    from ledger.db import read_transaction
-    from ledger.packs import export_manifest, export_markdown, resolve_pack
+    from ledger.store.engine import read_transaction
+    from ledger.store.packs import export_manifest, export_markdown, resolve_pack
 
     engine = open_ledger(settings)
     try:
@@ -146,7 +136,7 @@ def export_command(settings: Settings, pack: str, fmt: str, with_content: bool, 
 
 def write_private(path: str, text: str) -> None:
     """Write a file readable by its owner only, replacing it atomically."""
-    from ledger.errors import InputError
+    from ledger.core.errors import InputError
 
     if os.path.islink(path):
         raise InputError(f"{path}: is a symbolic link; name a regular file")

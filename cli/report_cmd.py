@@ -92,8 +92,8 @@ def report_command(
     ledger report --diff 1 2 -o changes.html
     ledger report --chunk refund-faq --with-content
     """
-    from ledger.db import read_transaction
-    from ledger.packs import resolve_pack
+    from ledger.store.engine import read_transaction
+    from ledger.store.packs import resolve_pack
     from ledger.report import chunk_report, diff_report, pack_report
     from ledger_cli.packs_cmd import write_private
 

@@ -1,7 +1,7 @@
 """`ledger transcript`: keep critical exchanges verbatim within a byte budget.
 
 No database: these commands read a JSON Lines transcript and a priorities sidecar
-and write files. Parsing, framing and selection live in `ledger.transcript`, the
+and write files. Parsing, framing and selection live in `ledger.core.transcript`, the
 careful writing in `ledger.safeio`; the two functions below only wire them to
 paths and streams (so tests can drive them with their own streams).
 """
@@ -16,7 +16,7 @@ from typing import TextIO
 import click
 
 from ledger import safeio
-from ledger.transcript import (
+from ledger.core.transcript import (
     Selection,
     Transcript,
     parse_assignments,

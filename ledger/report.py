@@ -15,8 +15,8 @@ only adds sorting (click a column heading) and filtering (text, status, reason),
 and it is cheap at load: it touches the rows only when asked.
 
 The collecting functions (`pack_report`, `diff_report`, `chunk_report`) read
-the ledger through the library's own queries (`ledger.packs`, `ledger.audit`,
-`ledger.store`), so every figure is the one `show`, `diff` and `why-evicted`
+the ledger through the library's own queries (`ledger.store.packs`, `ledger.store.audit`,
+`ledger.store.versions`), so every figure is the one `show`, `diff` and `why-evicted`
 print; the `render_*` functions are pure: data in, HTML out.
 """
 
@@ -35,6 +35,8 @@ from contextlib import contextmanager
 from datetime import date
 from typing import Any
 
+from ledger.core.reasons import REASONS, SECTIONS, short_detail
+
 __all__ = [
     "CSP",
     "DEFAULT_HINT_SECONDS",
@@ -48,16 +50,6 @@ __all__ = [
     "render_pack",
 ]
 
-SECTIONS = ("policy", "state", "evidence", "current-input")
-REASONS = (
-    "permission_denied",
-    "trust_denied",
-    "not_yet_effective",
-    "expired",
-    "superseded",
-    "duplicate",
-    "budget",
-)
 DEFAULT_MAX_HINTS = 200
 DEFAULT_HINT_SECONDS = 3.0
 _DIGEST_SHOWN = 16  # a record-digest prefix: still a valid REF (8+ hex) for why-evicted
@@ -492,19 +484,6 @@ def _footer(head: Any) -> str:
     )
 
 
-def _detail_text(reason: str | None, detail: dict[str, Any] | None) -> str:
-    """A short human reading of an eviction's SPEC detail object."""
-    if reason is None or detail is None:
-        return ""
-    if reason == "budget":
-        return f"needed {detail['needed']}, remaining {detail['remaining']}"
-    if reason in ("superseded", "duplicate"):
-        ref = detail.get("by") or detail.get("kept") or {}
-        word = "by" if reason == "superseded" else "kept"
-        return f"{word} {ref.get('id')}@{ref.get('source_version')}"
-    return ", ".join(f"{k} {v}" for k, v in detail.items())
-
-
 # --------------------------------------------------------------------------
 # Admission hints, bounded in number and time
 # --------------------------------------------------------------------------
@@ -514,7 +493,7 @@ class _OutOfTime(Exception):
     pass
 
 
-_PURE_CORE = "ledger.select"  # the only code a timer may interrupt
+_PURE_CORE = "ledger.core.select"  # the only code a timer may interrupt
 _RETRY = 0.01
 
 
@@ -525,7 +504,7 @@ def _time_limit(seconds: float | None) -> Iterator[bool]:
     A hint re-runs the pure core; on a big pack one hint can take long, and
     Python cannot stop a computation from outside, so a real-time timer
     (SIGALRM) raises `_OutOfTime` in it. The handler raises only when the
-    interrupted code is in `ledger.select`, which holds no outside state (no
+    interrupted code is in `ledger.core.select`, which holds no outside state (no
     connection, no file); anywhere else, such as reading the pack's candidates
     from the database, it tries again a moment later. Only in the main thread
     and when no other timer is set; otherwise yields False and the caller checks
@@ -567,7 +546,7 @@ def _time_limit(seconds: float | None) -> Iterator[bool]:
 def compute_hints(
     conn: Any, head: Any, digests: Sequence[str], max_hints: int, seconds: float | None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """Hints (`ledger.audit.hint_for`) for the first `max_hints` of `digests`, in order.
+    """Hints (`ledger.store.audit.hint_for`) for the first `max_hints` of `digests`, in order.
 
     With a time limit (`seconds`; None or 0: none) no hint may take more than a
     quarter of it: a slower one is abandoned and marked skipped, so that one
@@ -576,7 +555,7 @@ def compute_hints(
     the limit is spent. The pack's candidates are loaded once (hint_for's cache).
     Returns the hints by record digest and a note of what was done.
     """
-    from ledger.audit import hint_for
+    from ledger.store.audit import hint_for
 
     wanted = list(digests[: max(0, max_hints)])
     limit = seconds if seconds and seconds > 0 else None
@@ -633,9 +612,9 @@ def pack_report(
     """
     from sqlalchemy import select
 
-    from ledger.chain import read_head
-    from ledger.models import ChunkVersion
-    from ledger.packs import decision_rows, pack_header, pack_json
+    from ledger.store.chain import read_head
+    from ledger.store.schema import ChunkVersion
+    from ledger.store.packs import decision_rows, pack_header, pack_json
 
     data = pack_json(conn, pack_no)
     rows = {r.record_digest: r for r in decision_rows(conn, pack_no)}
@@ -673,7 +652,7 @@ def render_pack(
     ledger_head: Any,
 ) -> str:
     """Pure: `show --json` data, per-digest metadata, hints and bodies in; HTML out."""
-    from ledger.audit import describe_hint
+    from ledger.core.reasons import describe_hint
 
     n = data["pack"]
     admitted, evicted = data["admitted"], data["evicted"]
@@ -881,7 +860,7 @@ def render_pack(
             f'<td class="id">{esc(e["id"])}</td><td class="v">{esc(e["source_version"])}</td>'
             f'<td>{esc(m.get("section", ""))}</td><td class="n">{e["tokens"]}</td>'
             f'<td class="n">{esc(m.get("priority", ""))}</td>'
-            f"<td>{esc(_detail_text(e['reason'], e['detail']))}</td>{hint_td}"
+            f"<td>{esc(short_detail(e['reason'], e['detail']))}</td>{hint_td}"
             f"<td><code>{esc(e['record_digest'][:_DIGEST_SHOWN])}</code></td></tr>\n"
         )
     body.append(
@@ -1068,9 +1047,9 @@ def change_kind(change: dict[str, Any]) -> str:
 
 def diff_report(conn: Any, a: int, b: int) -> str:
     """The HTML report of `ledger diff A B` (see `render_diff`)."""
-    from ledger.audit import diff
-    from ledger.chain import read_head
-    from ledger.packs import pack_header
+    from ledger.store.audit import diff
+    from ledger.store.chain import read_head
+    from ledger.store.packs import pack_header
 
     result = diff(conn, a, b)
     sides = []
@@ -1302,11 +1281,11 @@ def chunk_report(conn: Any, ref: str, *, with_content: bool = False) -> tuple[st
     """
     from sqlalchemy import select
 
-    from ledger.audit import resolve_ref, why_evicted
-    from ledger.chain import read_head
-    from ledger.models import ChunkVersion
-    from ledger.packs import list_packs
-    from ledger.store import list_versions
+    from ledger.store.audit import resolve_ref, why_evicted
+    from ledger.store.chain import read_head
+    from ledger.store.schema import ChunkVersion
+    from ledger.store.packs import list_packs
+    from ledger.store.versions import list_versions
 
     ids = sorted({r.chunk_id for r in resolve_ref(conn, ref)})
     histories = []
@@ -1335,7 +1314,7 @@ def render_chunk(
     ledger_head: Any,
 ) -> str:
     """Pure: per chunk id its `why-evicted --json --hints none` answer and its
-    versions' metadata (`ledger.store.list_versions`), the packs; HTML out."""
+    versions' metadata (`ledger.store.versions.list_versions`), the packs; HTML out."""
     meta = {v["record_digest"]: v for h in histories for v in h["versions"]}
     versions = [v for h in histories for v in h["why"]["versions"]]
     decisions = [(v, d) for v in versions for d in v["decisions"]]
@@ -1462,7 +1441,7 @@ def render_chunk(
                 f'<td class="v">{esc(v["source_version"])}</td>'
                 f'<td class="{_status_class(status)}">{status}</td>'
                 f'<td class="r">{esc(d["reason"] or "")}</td>'
-                f"<td>{esc(_detail_text(d['reason'], d['detail']))}</td>"
+                f"<td>{esc(short_detail(d['reason'], d['detail']))}</td>"
                 f'<td class="n">{esc(d.get("tokens", ""))}</td></tr>\n'
             )
         body.append(

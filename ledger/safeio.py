@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ledger.errors import InputError, RefusedError
+from ledger.core.errors import InputError, RefusedError
 
 CONFIRM_WORD = "OVERWRITE"
 STAGING_PREFIX = ".ledger-transcript-"

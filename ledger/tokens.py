@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from ledger.errors import InputError
+from ledger.core.errors import InputError
 
 ESTIMATED = "estimated_tokens"
 COUNTERS = (ESTIMATED, "utf8-bytes", "cl100k_base", "o200k_base")

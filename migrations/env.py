@@ -12,8 +12,8 @@ import os
 from alembic import context
 from sqlalchemy import Connection
 
-from ledger.db import make_engine
-from ledger.models import Base
+from ledger.store.engine import make_engine
+from ledger.store.schema import Base
 
 config = context.config
 target_metadata = Base.metadata

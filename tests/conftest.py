@@ -53,7 +53,7 @@ def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
 
 @pytest.fixture
 def db_url_factory(tmp_path: Path) -> Callable[[str], str]:
-    def make(name: str = "ledger.db") -> str:
+    def make(name: str = "ledger.store.engine") -> str:
         return "sqlite:///" + str(tmp_path / name)
 
     return make
@@ -62,10 +62,10 @@ def db_url_factory(tmp_path: Path) -> Callable[[str], str]:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """A fresh ledger file, created and migrated by `ledger init` in-process."""
-    from ledger.db import make_engine
-    from ledger.migrate import upgrade_to_head
+    from ledger.store.engine import make_engine
+    from ledger.store.migrate import upgrade_to_head
 
-    path = tmp_path / "ledger.db"
+    path = tmp_path / "ledger.store.engine"
     engine = make_engine("sqlite:///" + str(path), create=True)
     upgrade_to_head(engine)
     engine.dispose()
@@ -162,8 +162,8 @@ def new_db(request: pytest.FixtureRequest, backend: str, tmp_path: Path):  # typ
 def pg_migrated_template(pg_server):  # type: ignore[no-untyped-def]
     """A PostgreSQL database upgraded to head by the real migrations, once per
     session; `db_url` copies it (CREATE DATABASE ... TEMPLATE, byte for byte)."""
-    from ledger.db import make_engine
-    from ledger.migrate import upgrade_to_head
+    from ledger.store.engine import make_engine
+    from ledger.store.migrate import upgrade_to_head
     from tests import pgserver
 
     name = f"migrated_{os.getpid()}_{uuid.uuid4().hex[:10]}"
@@ -177,8 +177,8 @@ def pg_migrated_template(pg_server):  # type: ignore[no-untyped-def]
 def db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     """A fresh ledger on each backend, created by the real migrations (on
     PostgreSQL: a copy of the session's migrated template database)."""
-    from ledger.db import make_engine
-    from ledger.migrate import upgrade_to_head
+    from ledger.store.engine import make_engine
+    from ledger.store.migrate import upgrade_to_head
     from tests import dbtools, pgserver
 
     if backend == "postgresql":
@@ -197,7 +197,7 @@ def db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path):  # typ
 @pytest.fixture
 def ledger_engine(db_url: str):  # type: ignore[no-untyped-def]
     """An engine on a fresh migrated ledger (`db_url`), on each backend."""
-    from ledger.db import make_engine
+    from ledger.store.engine import make_engine
 
     engine = make_engine(db_url)
     yield engine

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ledger.select import Candidate, Request
+from ledger.core.select import Candidate, Request
 
 FIXTURE_BYTES = files("ledger_fixtures").joinpath("seed001-chunks.json").read_bytes()
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-import ledger.budgeted
-from ledger.budgeted import SelectInputError, run
-from ledger.errors import InputError
-from ledger.select import DEFAULT_ORDER
+import ledger.core.budgeted
+from ledger.core.budgeted import SelectInputError, run
+from ledger.core.errors import InputError
+from ledger.core.select import DEFAULT_ORDER
 
 EXAMPLE: dict[str, Any] = {
     "budget": 8,
@@ -105,12 +105,12 @@ def test_invalid_input_raises(data: Any, words: str) -> None:
 
 def test_uses_the_one_selector_with_its_own_order(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = ledger.budgeted.select
+    real = ledger.core.budgeted.select
 
     def spy(candidates: Any, request: Any, order: Any) -> Any:
         calls.append(order)
         return real(candidates, request, order)
 
-    monkeypatch.setattr(ledger.budgeted, "select", spy)
+    monkeypatch.setattr(ledger.core.budgeted, "select", spy)
     assert run(copy.deepcopy(EXAMPLE))["used"] == 7
     assert len(calls) == 1 and calls[0] is not DEFAULT_ORDER

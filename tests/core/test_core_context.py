@@ -9,9 +9,9 @@ from types import MappingProxyType
 
 import pytest
 
-from ledger.context import Context, ContextOverBudgetError, Eviction
-from ledger.errors import InputError, RefusedError
-from ledger.select import Candidate, Request, select
+from ledger.core.context import Context, ContextOverBudgetError, Eviction
+from ledger.core.errors import InputError, RefusedError
+from ledger.core.select import Candidate, Request, select
 
 Cand = Callable[..., Candidate]
 

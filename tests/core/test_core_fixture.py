@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import InputError
-from ledger.fixture import PackError, build_fixture_pack, parse_fixture
+from ledger.core.errors import InputError
+from ledger.core.fixture import PackError, build_fixture_pack, parse_fixture
 
 SEED_LINES = (
     "budget=170 used=162 remaining=8",

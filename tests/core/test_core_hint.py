@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import InputError
-from ledger.select import (
+from ledger.core.errors import InputError
+from ledger.core.select import (
     Candidate,
     Hint,
     Request,

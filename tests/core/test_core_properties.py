@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.context import Context
-from ledger.select import (
+from ledger.core.context import Context
+from ledger.core.select import (
     Candidate,
     Request,
     RequiredChunkError,

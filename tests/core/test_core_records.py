@@ -11,8 +11,8 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.errors import InputError
-from ledger.records import (
+from ledger.core.errors import InputError
+from ledger.core.records import (
     FIELDS,
     SECTIONS,
     TRUST_LABELS,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import InputError, RefusedError
-from ledger.select import (
+from ledger.core.errors import InputError, RefusedError
+from ledger.core.select import (
     DEFAULT_ORDER,
     REASONS,
     SELECTOR_VERSION,

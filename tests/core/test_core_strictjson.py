@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from ledger.errors import InputError
-from ledger.strictjson import (
+from ledger.core.errors import InputError
+from ledger.core.strictjson import (
     MAX_DEPTH,
     StrictJSONError,
     describe_position,

@@ -44,8 +44,8 @@ def _history(db: str, tmp_path: Path) -> dict[str, object]:
 def test_sqlite_and_postgresql_give_identical_digests(
     db_url: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    from ledger.db import make_engine
-    from ledger.migrate import upgrade_to_head
+    from ledger.store.engine import make_engine
+    from ledger.store.migrate import upgrade_to_head
 
     sqlite_url = "sqlite:///" + str(tmp_path / "twin.db")
     engine = make_engine(sqlite_url, create=True)

@@ -472,13 +472,13 @@ def test_hint_time_limit_bounds_a_big_pack(big: Path, tmp_path: Path) -> None:
 
 
 def test_time_limit_interrupts_only_the_pure_core() -> None:
-    """The hint timer raises only inside `ledger.select` (no connection or file
+    """The hint timer raises only inside `ledger.core.select` (no connection or file
     there); elsewhere, e.g. while the ledger is read, it waits. Afterwards the
     timer is off and the previous SIGALRM handler is back."""
     import signal
 
     from ledger.report import _OutOfTime, _time_limit
-    from ledger.select import Candidate, Request, admission_hint
+    from ledger.core.select import Candidate, Request, admission_hint
 
     before = signal.getsignal(signal.SIGALRM)
     started = time.monotonic()
@@ -857,11 +857,11 @@ def test_help_names_the_default_files() -> None:
 
 def test_library_on_both_backends(db_url: str, tmp_path: Path) -> None:
     """The collecting functions on SQLite and PostgreSQL give the same figures."""
-    from ledger.access import change_grants, set_policy
-    from ledger.build import build_pack
-    from ledger.db import make_engine, read_transaction
-    from ledger.ingest import ingest
-    from ledger.packs import pack_json
+    from ledger.store.access import change_grants, set_policy
+    from ledger.store.build import build_pack
+    from ledger.store.engine import make_engine, read_transaction
+    from ledger.api import ingest_files as ingest
+    from ledger.store.packs import pack_json
     from ledger.report import chunk_report, diff_report, pack_report
 
     engine = make_engine(db_url)

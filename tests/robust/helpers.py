@@ -119,7 +119,7 @@ class State:
 
 
 def state(url: str) -> State:
-    from ledger.db import make_engine
+    from ledger.store.engine import make_engine
 
     engine = make_engine(url)
     try:
@@ -138,8 +138,8 @@ def state(url: str) -> State:
 
 def verify_ok(url: str) -> int:
     """Verify in-process (the code `ledger verify` runs); return the entry count."""
-    from ledger.audit import verify
-    from ledger.db import open_engine, read_transaction
+    from ledger.store.audit import verify
+    from ledger.store.engine import open_engine, read_transaction
 
     engine = open_engine(url)
     try:
@@ -160,7 +160,7 @@ def cli_verify_ok(url: str) -> dict[str, Any]:
 
 
 def count_versions(url: str, id_prefix: str) -> int:
-    from ledger.db import make_engine
+    from ledger.store.engine import make_engine
 
     engine = make_engine(url)
     try:
@@ -176,7 +176,7 @@ def count_versions(url: str, id_prefix: str) -> int:
 
 
 def pack_numbers(url: str) -> list[int]:
-    from ledger.db import make_engine
+    from ledger.store.engine import make_engine
 
     engine = make_engine(url)
     try:

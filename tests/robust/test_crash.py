@@ -146,8 +146,8 @@ def integrity_check(path: Path) -> None:
 
 def ingest_small(url: str, path: Path, expected_seq: int) -> None:
     """After a crash the ledger takes the next write: its entry follows without a gap."""
-    from ledger.db import open_engine
-    from ledger.ingest import ingest
+    from ledger.store.engine import open_engine
+    from ledger.api import ingest_files as ingest
 
     engine = open_engine(url)
     try:
@@ -161,7 +161,7 @@ def ingest_small(url: str, path: Path, expected_seq: int) -> None:
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkpointed SQLite ledger (no WAL left) holding the seed fixture, its
     grants and policy, and one pack: the starting point of every ingest trial."""
-    path = tmp_path_factory.mktemp("seeded") / "ledger.db"
+    path = tmp_path_factory.mktemp("seeded") / "ledger.store.engine"
     seed_ledger(sqlite_url(path))
     assert not Path(str(path) + "-wal").exists()
     return path
@@ -215,7 +215,7 @@ def test_sigkill_during_ingest_leaves_all_or_nothing(seeded: Path, tmp_path: Pat
 def candidates_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite ledger with a few thousand candidates, grants and a policy."""
     folder = tmp_path_factory.mktemp("candidates")
-    path = folder / "ledger.db"
+    path = folder / "ledger.store.engine"
     url = sqlite_url(path)
     run("init", db=url, check=True)
     run("ingest", str(write_generated(folder / "c.jsonl", CANDIDATES, "cand-")), db=url, check=True)
@@ -251,8 +251,8 @@ def build_trials(
         assert entries == before_entries + added
         outcomes.append(outcome.killed)
     # The newest pack (the calibration runs recorded some) replays exactly.
-    from ledger.audit import replay
-    from ledger.db import open_engine, read_transaction
+    from ledger.store.audit import replay
+    from ledger.store.engine import open_engine, read_transaction
 
     engine = open_engine(url)
     try:
@@ -303,7 +303,7 @@ def test_sigkill_on_both_backends(db_url: str, tmp_path: Path) -> None:
     killed += sum(build_trials(db_url, batch, BACKEND_TRIALS, rng, None))
     cli_verify_ok(db_url)
     if db_url.startswith("sqlite"):
-        from ledger.db import make_engine
+        from ledger.store.engine import make_engine
 
         engine = make_engine(db_url)
         try:

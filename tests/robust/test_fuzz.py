@@ -2,7 +2,7 @@
 
 Random bytes, token soups and mutations of valid inputs go through
 `strictjson.loads_strict`, `records.validate_chunk`, `fixture.build_fixture_pack`,
-`budgeted.run`, `transcript.parse_transcript` and in-process `ledger.ingest.ingest`
+`budgeted.run`, `transcript.parse_transcript` and in-process `ledger.api.ingest_files`
 on a real migrated SQLite file. The only exceptions allowed are the library's
 `LedgerError` subclasses; what is accepted must satisfy the contract (checked
 below), and a refused ingest leaves every table's row count as it was.
@@ -29,12 +29,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ledger.budgeted import run as select_run
-from ledger.errors import LedgerError
-from ledger.fixture import SEED_REASONS, build_fixture_pack
-from ledger.records import FIELDS, ChunkRecord, validate_chunk
-from ledger.strictjson import loads_strict
-from ledger.transcript import parse_transcript
+from ledger.core.budgeted import run as select_run
+from ledger.core.errors import LedgerError
+from ledger.core.fixture import SEED_REASONS, build_fixture_pack
+from ledger.core.records import FIELDS, ChunkRecord, validate_chunk
+from ledger.core.strictjson import loads_strict
+from ledger.core.transcript import parse_transcript
 from tests.conftest import FIXTURE, chunk
 
 EXAMPLES = int(os.environ.get("LEDGER_FUZZ_EXAMPLES", "300"))
@@ -283,11 +283,11 @@ def test_parse_transcript(data: bytes) -> None:
 @pytest.fixture(scope="module")
 def fuzz_ledger() -> Iterator[tuple[Any, Path]]:
     """One migrated SQLite ledger for every example (Hypothesis reuses it)."""
-    from ledger.db import make_engine, open_engine
-    from ledger.migrate import upgrade_to_head
+    from ledger.store.engine import make_engine, open_engine
+    from ledger.store.migrate import upgrade_to_head
 
     with tempfile.TemporaryDirectory(prefix="ledger-fuzz-") as folder:
-        path = Path(folder) / "ledger.db"
+        path = Path(folder) / "ledger.store.engine"
         url = "sqlite:///" + str(path)
         engine = make_engine(url, create=True)
         upgrade_to_head(engine)
@@ -339,7 +339,7 @@ def as_array(data: bytes) -> bytes:
     st.one_of(jsonl_files(), jsonl_files(), jsonl_files(), token_soup, st.binary(max_size=200)),
 )
 def test_ingest_path(fuzz_ledger: tuple[Any, Path], fmt: str, data: bytes) -> None:
-    from ledger.ingest import ingest
+    from ledger.api import ingest_files as ingest
 
     engine, path = fuzz_ledger
     source = path.parent / f"input.{fmt}"
@@ -361,8 +361,8 @@ def test_ingest_path(fuzz_ledger: tuple[Any, Path], fmt: str, data: bytes) -> No
 
 def test_fuzzed_ledger_still_verifies(fuzz_ledger: tuple[Any, Path]) -> None:
     """After every example above (module order), the whole chain verifies."""
-    from ledger.audit import verify
-    from ledger.db import read_transaction
+    from ledger.store.audit import verify
+    from ledger.store.engine import read_transaction
 
     engine, _ = fuzz_ledger
     with read_transaction(engine) as conn:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ledger.db import SCHEMA_REVISION
+from ledger.store.engine import SCHEMA_REVISION
 from tests.robust.helpers import (
     ROOT,
     file_size_limit,
@@ -73,7 +73,7 @@ def pack_columns(path: Path) -> list[str]:
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
     """A private copy of the 0001 ledger (owner-only, as `ledger init` makes them)."""
-    path = tmp_path / "ledger.db"
+    path = tmp_path / "ledger.store.engine"
     shutil.copyfile(OLD, path)
     os.chmod(path, 0o600)
     return path
@@ -154,8 +154,8 @@ def test_upgraded_ledger_takes_new_entries(old_db: Path, tmp_path: Path) -> None
 
 def test_backup_includes_what_is_still_in_the_wal(old_db: Path, tmp_path: Path) -> None:
     """Rows committed to the WAL but not yet checkpointed are in the backup."""
-    from ledger.db import make_engine
-    from ledger.ingest import ingest
+    from ledger.store.engine import make_engine
+    from ledger.api import ingest_files as ingest
 
     holder = sqlite3.connect(old_db)  # while it is open, nothing checkpoints the WAL away
     try:
@@ -204,8 +204,8 @@ def test_init_help_documents_the_backup() -> None:
 
 def test_upgrade_from_0001_on_both_backends(db_url: str) -> None:
     """Downgraded to 0001 and upgraded again; only a SQLite file gets a copy."""
-    from ledger.db import make_engine
-    from ledger.migrate import downgrade_to
+    from ledger.store.engine import make_engine
+    from ledger.store.migrate import downgrade_to
 
     engine = make_engine(db_url)
     try:

@@ -1,5 +1,5 @@
 """The chunk-table rules as test cases, shared by the store tests (in-process
-`ledger.ingest.ingest`) and the CLI tests (`ledger ingest` in a subprocess)."""
+`ledger.api.ingest_files`) and the CLI tests (`ledger ingest` in a subprocess)."""
 
 from __future__ import annotations
 

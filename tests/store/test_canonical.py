@@ -10,15 +10,15 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.canonical import (
+from ledger.core.canonical import (
     canonical_bytes,
     canonical_json,
     content_digest,
     digest_trusted,
     digest_value,
 )
-from ledger.ingest import record_digest
-from ledger.records import validate_chunk
+from ledger.core.records import record_digest
+from ledger.core.records import validate_chunk
 from tests.conftest import chunk
 
 MAX_SAFE = 2**53 - 1
@@ -186,9 +186,9 @@ def test_pack_digest_is_rfc8785_of_its_manifest() -> None:
 
     import rfc8785
 
-    from ledger.access import Policy
-    from ledger.build import Inputs, context_digests, input_digest, pack_manifest
-    from ledger.select import Candidate, select
+    from ledger.store.access import Policy
+    from ledger.store.build import Inputs, context_digests, input_digest, pack_manifest
+    from ledger.core.select import Candidate, select
 
     def cand(i: str, **kw: object) -> Candidate:
         base = dict(id=i, source_version="v1", section="evidence", effective_from="2026-01-01",

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, event
 
-from ledger.chain import read_head
-from ledger.errors import LedgerError
-from ledger.ingest import SLICE, ingest
+from ledger.store.chain import read_head
+from ledger.core.errors import LedgerError
+from ledger.api import ingest_files as ingest
+from ledger.store.ingest import SLICE
 from tests.conftest import chunk, write_jsonl
 from tests.dbtools import snapshot
 from tests.store.ingest_cases import jsonl_bytes, record_text

@@ -1,4 +1,4 @@
-"""Every rule of SPEC's chunk table, through `ledger.ingest.ingest` on a real
+"""Every rule of SPEC's chunk table, through `ledger.api.ingest_files` on a real
 migrated ledger on each backend (a SQLite file and a PostgreSQL database): the
 refusal names the file, the line (JSON Lines) or index (array), the field and
 the rule, and nothing is stored."""
@@ -13,9 +13,9 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, select
 
-from ledger.errors import EXIT_INVALID, InputError, LedgerError, RefusedError
-from ledger.ingest import ingest
-from ledger.models import ChunkVersion
+from ledger.core.errors import EXIT_INVALID, InputError, LedgerError, RefusedError
+from ledger.api import ingest_files as ingest
+from ledger.store.schema import ChunkVersion
 from tests.conftest import chunk, write_jsonl
 from tests.dbtools import snapshot
 from tests.store.ingest_cases import (

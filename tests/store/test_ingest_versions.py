@@ -11,11 +11,12 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, select
 
-from ledger.canonical import digest_value
-from ledger.chain import GENESIS, entry_hash
-from ledger.errors import RefusedError
-from ledger.ingest import SLICE, ingest
-from ledger.models import Batch, ChunkVersion, Entry
+from ledger.core.canonical import digest_value
+from ledger.store.chain import GENESIS, entry_hash
+from ledger.core.errors import RefusedError
+from ledger.api import ingest_files as ingest
+from ledger.store.ingest import SLICE
+from ledger.store.schema import Batch, ChunkVersion, Entry
 from tests.conftest import chunk, write_jsonl
 from tests.dbtools import snapshot
 

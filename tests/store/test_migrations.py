@@ -21,7 +21,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, insert, inspect, text
 from sqlalchemy.exc import IntegrityError
 
-from ledger.db import (
+from ledger.store.engine import (
     BUSY_TIMEOUT_MS,
     SCHEMA_REVISION,
     current_revision,
@@ -29,10 +29,10 @@ from ledger.db import (
     open_engine,
     write_transaction,
 )
-from ledger.errors import SchemaError
-from ledger.ingest import ingest
-from ledger.migrate import alembic_config, downgrade_to, upgrade_to_head
-from ledger.models import Base, Batch
+from ledger.core.errors import SchemaError
+from ledger.api import ingest_files as ingest
+from ledger.store.migrate import alembic_config, downgrade_to, upgrade_to_head
+from ledger.store.schema import Base, Batch
 from tests import dbtools
 from tests.conftest import chunk, write_jsonl
 from tests.dbtools import snapshot

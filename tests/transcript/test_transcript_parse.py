@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ledger.errors import InputError
-from ledger.transcript import TranscriptError, exchange_name, parse_transcript
+from ledger.core.errors import InputError
+from ledger.core.transcript import TranscriptError, exchange_name, parse_transcript
 
 from .factory import (
     FIXTURES,

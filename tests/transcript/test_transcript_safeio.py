@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ledger import safeio
-from ledger.errors import InputError, RefusedError
+from ledger.core.errors import InputError, RefusedError
 
 
 class Terminal(io.StringIO):

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.canonical import digest_value
-from ledger.errors import InputError, RefusedError
-from ledger.select import select
-from ledger.transcript import (
+from ledger.core.canonical import digest_value
+from ledger.core.errors import InputError, RefusedError
+from ledger.core.select import select
+from ledger.core.transcript import (
     PRIORITIES,
     TRANSCRIPT_ORDER,
     AssignmentError,
@@ -424,7 +424,7 @@ def test_core_imports_no_io_click_or_database() -> None:
             imported.add(node.module or "")
     assert imported <= {
         "__future__", "hashlib", "json", "math", "re", "collections.abc", "dataclasses",
-        "typing", "ledger.errors", "ledger.select",
+        "typing", "ledger.core.errors", "ledger.core.select",
     }, imported
     assert "open(" not in source.read_text(encoding="utf-8")
 

@@ -20,7 +20,7 @@ from array import array
 from itertools import accumulate
 from typing import Any
 
-from ledger.errors import InputError
+from ledger.core.errors import InputError
 
 MAX_DEPTH = 512
 _BOM = b"\xef\xbb\xbf"
@@ -164,7 +164,7 @@ def loads_strict(data: bytes | str, *, source: str | None = None) -> Any:
     >>> loads_strict('{"a": 1, "a": 2}')
     Traceback (most recent call last):
     ...
-    ledger.strictjson.StrictJSONError: duplicate JSON key: 'a'
+    ledger.core.strictjson.StrictJSONError: duplicate JSON key: 'a'
     """
     if isinstance(data, str):
         if data.startswith("\ufeff"):

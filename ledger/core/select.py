@@ -34,14 +34,15 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
-from ledger.context import (
+from ledger.core.context import (
     REASONS,
     Candidate,
     Context,
     ContextOverBudgetError,
     Eviction,
 )
-from ledger.errors import InputError, RefusedError
+from ledger.core.errors import InputError, RefusedError
+from ledger.core.reasons import SECTIONS, is_date
 
 __all__ = [
     "DEFAULT_ORDER",
@@ -64,7 +65,7 @@ __all__ = [
 ]
 
 SELECTOR_VERSION = "ledger-selector-1"
-SECTION_ORDER = ("policy", "state", "evidence", "current-input")
+SECTION_ORDER = SECTIONS
 _SECTION_RANK = {name: rank for rank, name in enumerate(SECTION_ORDER)}
 
 
@@ -89,13 +90,6 @@ class RequiredOverBudgetError(RefusedError):
         )
 
 
-def _is_date(text: Any) -> bool:
-    try:
-        return isinstance(text, str) and date.fromisoformat(text).isoformat() == text
-    except ValueError:
-        return False
-
-
 @dataclass(frozen=True, slots=True)
 class Request:
     """What a build asks: the as-of date, grants, allowed trust, budget.
@@ -111,7 +105,7 @@ class Request:
     supersede: bool = True
 
     def __post_init__(self) -> None:
-        if not _is_date(self.as_of):
+        if not is_date(self.as_of):
             raise InputError(f"as_of must use YYYY-MM-DD, not {self.as_of!r}")
         if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0:
             raise InputError(f"budget must be a non-negative integer, not {self.budget!r}")

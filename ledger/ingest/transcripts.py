@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.canonical import digest_value
-from ledger.errors import InputError
-from ledger.transcript import (
+from ledger.core.canonical import digest_value
+from ledger.core.errors import InputError
+from ledger.core.transcript import (
     Transcript,
     continuation_header,
     exchange_record,

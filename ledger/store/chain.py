@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from ledger.canonical import digest_value
-from ledger.models import Entry
+from ledger.core.canonical import digest_value
+from ledger.store.schema import Entry
 
 GENESIS = "0" * 64
 KINDS = ("ingest", "grant", "revoke", "policy", "pack")

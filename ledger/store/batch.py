@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from ledger.build import decide, gc_paused, load_candidates, parse_batch_line, record_pack, resolve_inputs
-from ledger.chain import read_head
-from ledger.db import write_transaction
-from ledger.errors import ContextError, InputError, LedgerError
+from ledger.store.build import decide, gc_paused, load_candidates, parse_batch_line, record_pack, resolve_inputs
+from ledger.store.chain import read_head
+from ledger.store.engine import write_transaction
+from ledger.core.errors import ContextError, InputError, LedgerError
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Budget and costs are non-negative integers in one unit. Required items are taken
 first (an error if they cost more than the budget); then the optional ones by
 priority high first, then id, each taken if it fits. The result lists ids in input
-order. This is the one selector (`ledger.select.select`) with seed-000's own
+order. This is the one selector (`ledger.core.select.select`) with seed-000's own
 `Order`, not a second implementation: every item is a candidate that passes gates
 1-5 and has its own dedupe key, so only gate 7 (budget) decides.
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.canonical import content_digest
-from ledger.errors import InputError
-from ledger.select import (
+from ledger.core.canonical import content_digest
+from ledger.core.errors import InputError
+from ledger.core.select import (
     Candidate,
     Order,
     Request,

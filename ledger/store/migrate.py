@@ -16,8 +16,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from ledger.db import SCHEMA_REVISION, current_revision, sqlite_path, write_transaction
-from ledger.errors import SchemaError
+from ledger.store.engine import SCHEMA_REVISION, current_revision, sqlite_path, write_transaction
+from ledger.core.errors import SchemaError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 

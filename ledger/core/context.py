@@ -19,29 +19,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from ledger.errors import InputError, RefusedError
+from ledger.core.errors import InputError, RefusedError
+from ledger.core.reasons import DETAIL_KEYS, REASONS
 
-REASONS = (
-    "permission_denied",
-    "trust_denied",
-    "not_yet_effective",
-    "expired",
-    "superseded",
-    "duplicate",
-    "budget",
-)
-# The keys of each reason's `detail` object (SPEC "Selection").
-DETAIL_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "permission_denied": ("required_permission",),
-        "trust_denied": ("trust",),
-        "not_yet_effective": ("effective_from",),
-        "expired": ("expires_on",),
-        "superseded": ("by",),
-        "duplicate": ("kept",),
-        "budget": ("needed", "remaining"),
-    }
-)
 REF_KEYS = ("id", "source_version", "record_digest")
 
 

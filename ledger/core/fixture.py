@@ -2,7 +2,7 @@
 
 The fixture is validated as the reference validates it (same order of checks, same
 words), every text field stripped, `content` included, and run through the one
-selector (`ledger.select`) without gate 5, which the reference does not have.
+selector (`ledger.core.select`) without gate 5, which the reference does not have.
 
     >>> from importlib.resources import files
     >>> result = build_fixture_pack(files("ledger_fixtures").joinpath(
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.errors import InputError, RefusedError
-from ledger.records import (
+from ledger.core.errors import InputError, RefusedError
+from ledger.core.records import (
     FIXTURE_MAX_CONTENT,
     MAX_TOKENS,
     TRUST_LABELS,
@@ -31,8 +31,8 @@ from ledger.records import (
     iso_date,
     validate_chunk,
 )
-from ledger.select import Candidate, Request, select
-from ledger.strictjson import loads_strict
+from ledger.core.select import Candidate, Request, select
+from ledger.core.strictjson import loads_strict
 
 ROOT_FIELDS = frozenset({"fixture_version", "selector_version", "request", "chunks"})
 REQUEST_FIELDS = frozenset({"as_of", "pack_budget_tokens", "granted_permissions", "allowed_trust"})

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from ledger.models import ChunkVersion
+from ledger.store.schema import ChunkVersion
 
 versions = ChunkVersion.__table__
 

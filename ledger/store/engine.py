@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
-from ledger.errors import InputError, SchemaError
+from ledger.core.errors import InputError, SchemaError
 
 # The newest migration; `ledger init` upgrades to it and every other command
 # checks for it (a test keeps it equal to Alembic's head).

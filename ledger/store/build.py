@@ -1,7 +1,7 @@
 """`ledger build`: select from the ledger for a subject on a date, record the pack.
 
 The shell around the pure core: it reads the candidates, grants and policy as
-they stood at a ledger time, lets `ledger.select` decide, and writes the pack,
+they stood at a ledger time, lets `ledger.core.select` decide, and writes the pack,
 one decision row per candidate and the pack's ledger entry in one transaction.
 `replay` reuses `decide` with a pack's recorded inputs.
 """
@@ -18,27 +18,18 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, func, insert, select
 
-from ledger.access import Policy, check_budget, check_subject, grants_at, policy_at
-from ledger.canonical import canonical_json, digest_presorted, digest_trusted, digest_value
-from ledger.chain import read_head, reserve_entry, seal_entry
-from ledger.context import Context
-from ledger.db import fetch_tuples, write_transaction
-from ledger.errors import InputError
-from ledger.models import ChunkVersion, Decision, Pack, TokenCount
-from ledger.select import DEFAULT_ORDER, SELECTOR_VERSION, Candidate, Order, Request
-from ledger.select import select as run_selector
+from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
+from ledger.core.canonical import canonical_json, digest_presorted, digest_trusted, digest_value
+from ledger.store.chain import read_head, reserve_entry, seal_entry
+from ledger.core.context import Context
+from ledger.store.engine import fetch_tuples, write_transaction
+from ledger.core.errors import InputError
+from ledger.core.reasons import REASON_CODES, check_date
+from ledger.store.schema import ChunkVersion, Decision, Pack, TokenCount
+from ledger.core.select import DEFAULT_ORDER, SELECTOR_VERSION, Candidate, Order, Request
+from ledger.core.select import select as run_selector
 from ledger.tokens import ESTIMATED, counter_id, text_counter
 
-REASON_CODES = {
-    "permission_denied": 1,
-    "trust_denied": 2,
-    "not_yet_effective": 3,
-    "expired": 4,
-    "superseded": 5,
-    "duplicate": 6,
-    "budget": 7,
-}
-REASON_NAMES = {code: name for name, code in REASON_CODES.items()}
 DOCUMENTS = "documents"
 TRANSCRIPT_SCOPE = "transcript:"
 TRANSCRIPT_URI = "transcript://"
@@ -95,7 +86,7 @@ class Inputs:
     def order(self) -> Order:
         """SPEC's preference order, or the transcript's (pinned, normal, aside; oldest first)."""
         if self.is_transcript:
-            from ledger.transcript import TRANSCRIPT_ORDER
+            from ledger.core.transcript import TRANSCRIPT_ORDER
 
             return TRANSCRIPT_ORDER
         return DEFAULT_ORDER
@@ -113,16 +104,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-def check_date(value: str, where: str = "--as-of") -> str:
-    try:
-        ok = date.fromisoformat(value).isoformat() == value
-    except ValueError:
-        ok = False
-    if not ok:
-        raise InputError(f"{where}: {value!r} must use YYYY-MM-DD and be a real date")
-    return value
 
 
 def resolve_inputs(
@@ -174,7 +155,7 @@ def transcript_inputs(
 ) -> Inputs:
     """Inputs of a transcript continuation pack: the exchanges of one annotated
     transcript, `budget` bytes for the exchanges (the fixed header excluded)."""
-    from ledger.transcript import TRANSCRIPT_EFFECTIVE_FROM, TRANSCRIPT_PERMISSION, TRANSCRIPT_TRUST
+    from ledger.core.transcript import TRANSCRIPT_EFFECTIVE_FROM, TRANSCRIPT_PERMISSION, TRANSCRIPT_TRUST
 
     check_subject(subject)
     head = read_head(conn)
@@ -440,7 +421,7 @@ def build_pack(
 
 def parse_batch_line(raw: bytes, where: str) -> dict[str, Any]:
     """One `--batch` line: {"subject", "as_of", "budget"?}."""
-    from ledger.strictjson import StrictJSONError, loads_strict
+    from ledger.core.strictjson import StrictJSONError, loads_strict
 
     try:
         obj = loads_strict(raw)
@@ -468,33 +449,35 @@ def json_list(text: str) -> list[Any]:
 
 def build_transcript_pack(
     engine: Engine,
-    source: str,
-    priorities: str | None,
+    source_version: str,
+    header: int,
     budget: int,
     subject: str = "transcript",
     ledger_at: int | None = None,
+    *,
+    source: str = "the transcript",
+    ingest_hint: str = "ledger ingest --format transcript",
 ) -> int:
     """Record, as a pack, the continuation `ledger transcript export` would write.
 
-    `budget` counts the whole continuation.md, as for export; the pack's budget
-    is what remains for exchanges after the fixed header.
+    `source_version` names the annotated transcript's exchanges, `header` the
+    fixed bytes of continuation.md around them; `budget` counts the whole file,
+    as for export, so the pack's budget is what remains after the header.
+    `source` names the transcript in messages, `ingest_hint` the command that
+    would ingest its missing exchanges.
     """
-    from ledger.continuation import load_annotated
-    from ledger.select import RequiredOverBudgetError
+    from ledger.core.select import RequiredOverBudgetError
 
     check_budget(budget)
-    annotated = load_annotated(source, priorities)
-    header = annotated.header_bytes()
     if budget < header:
         raise InputError(f"--budget {budget} is below the continuation's fixed header of {header} bytes")
     with write_transaction(engine) as conn:
-        inputs = transcript_inputs(conn, annotated.source_version, budget - header, subject, ledger_at)
+        inputs = transcript_inputs(conn, source_version, budget - header, subject, ledger_at)
         candidates, vid_of = load_candidates(conn, inputs.mark, inputs.counter, inputs.scope)
         if not candidates:
-            hint = f" --priorities {priorities}" if priorities else ""
             raise InputError(
                 f"{source}: its exchanges (with these priorities) are not in the ledger at entry "
-                f"{inputs.mark}; run `ledger ingest --format transcript {source}{hint}` first"
+                f"{inputs.mark}; run `{ingest_hint}` first"
             )
         try:
             ctx = decide(inputs, candidates)

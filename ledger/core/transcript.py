@@ -42,7 +42,7 @@ after it, before the closing fence. An exchange's framed cost is the byte length
 of its block (blank line, heading, fences, payload); the fixed header is counted
 once.
 
-Selection runs on the project's selector core, `ledger.select.select`, with its own
+Selection runs on the project's selector core, `ledger.core.select.select`, with its own
 preference order (`TRANSCRIPT_ORDER`): pinned exchanges are required, then normal
 ones oldest first, then asides oldest first, each whole exchange taken only if it
 still fits; output in source order.
@@ -58,8 +58,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.errors import InputError, RefusedError
-from ledger.select import Candidate, Order, Request, RequiredOverBudgetError, select
+from ledger.core.errors import InputError, RefusedError
+from ledger.core.select import Candidate, Order, Request, RequiredOverBudgetError, select
 
 PRIORITIES: tuple[str, ...] = ("pinned", "normal", "aside")
 DEFAULT_PRIORITY = "normal"
@@ -638,7 +638,7 @@ def exchange_record(
 
 
 def record_digest(record: Mapping[str, Any]) -> str:
-    """`ledger.canonical.digest_value(record)` for an `exchange_record`, faster.
+    """`ledger.core.canonical.digest_value(record)` for an `exchange_record`, faster.
 
     The record's keys are ASCII and its values strings, integers, booleans and
     null, so RFC 8785 is `json.dumps` with sorted keys and no white space (a test

@@ -20,10 +20,9 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, or_, select
 
-from ledger.access import Policy, grant_payload, policy_payload
-from ledger.build import (
-    REASON_CODES,
-    REASON_NAMES,
+from ledger.store.access import Policy, grant_payload, policy_payload
+from ledger.core.reasons import REASON_CODES, REASON_NAMES
+from ledger.store.build import (
     Inputs,
     context_digests,
     decide,
@@ -32,14 +31,14 @@ from ledger.build import (
     pack_digest,
     pack_entry_payload,
 )
-from ledger.canonical import content_digest
-from ledger.chain import GENESIS, KINDS, Head, entry_hash, read_head
-from ledger.db import fetch_tuples
-from ledger.errors import InputError, IntegrityError, LedgerError, NotFoundError
-from ledger.ingest import ingest_payload_digest, record_from_row
-from ledger.models import Batch, ChunkVersion, Decision, Entry, Grant, Pack, PolicyVersion
-from ledger.packs import detail_of, pack_header, reason_of, snapshot_of
-from ledger.select import admission_hint
+from ledger.core.canonical import content_digest
+from ledger.store.chain import GENESIS, KINDS, Head, entry_hash, read_head
+from ledger.store.engine import fetch_tuples
+from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
+from ledger.store.ingest import ingest_payload_digest, record_from_row
+from ledger.store.schema import Batch, ChunkVersion, Decision, Entry, Grant, Pack, PolicyVersion
+from ledger.store.packs import detail_of, pack_header, reason_of, snapshot_of
+from ledger.core.select import admission_hint
 from ledger.tokens import ESTIMATED, counter_id
 
 entries = Entry.__table__
@@ -238,67 +237,6 @@ def _not_considered_why(v: Any, pack_no: int | None, last_pack: Any, head_seq: i
             f"which saw the ledger up to entry {last_pack.ledger_mark}); build again to consider it"
         )
     return "no pack considered this version (every pack was built at an earlier ledger time)"
-
-
-def sentence(result: dict[str, Any]) -> str:
-    """The one-sentence answer that human output leads with."""
-    for v in result["versions"]:
-        if not v["decisions"]:
-            continue
-        d = v["decisions"][0]
-        name = f"{v['id']}@{v['source_version']}"
-        if d["admitted"]:
-            return f"{name} was admitted to the newest pack that considered it (pack {d['pack']}, as of {d['as_of']})."
-        return (
-            f"{name} was left out of pack {d['pack']} (as of {d['as_of']}, subject {d['subject']}) "
-            f"by {d['reason']}: {_reason_words(d['reason'], d['detail'])}."
-        )
-    v = result["versions"][0]
-    return f"{v['id']}@{v['source_version']} was never considered: {v['not_considered']}."
-
-
-def _reason_words(reason: str, detail: dict[str, Any]) -> str:
-    if reason == "permission_denied":
-        return f"the subject lacks permission '{detail['required_permission']}'"
-    if reason == "trust_denied":
-        return f"the policy does not allow trust '{detail['trust']}'"
-    if reason == "not_yet_effective":
-        return f"it takes effect only on {detail['effective_from']}"
-    if reason == "expired":
-        return f"it expired on {detail['expires_on']}"
-    if reason == "superseded":
-        return f"version {detail['by']['source_version']} supersedes it"
-    if reason == "duplicate":
-        return f"{detail['kept']['id']} was kept from the same dedupe group"
-    return f"it needed {detail['needed']} tokens but only {detail['remaining']} remained"
-
-
-def describe_hint(hint: dict[str, Any]) -> str:
-    """A human reading of a hint's steps."""
-    parts = []
-    for s in hint["steps"]:
-        k = s["kind"]
-        if k == "grant":
-            parts.append(f"grant '{s['permission']}'")
-        elif k == "allow_trust":
-            parts.append(f"allow trust '{s['trust']}'")
-        elif k == "as_of":
-            parts.append(f"build as of {s['as_of']}")
-        elif k == "budget":
-            shown = ", ".join(f"{r['id']}@{r['source_version']}" for r in s.get("displaced_by", [])[:5])
-            more = f" (displaced by {shown})" if shown else ""
-            parts.append(f"raise the budget by {s['extra']} to {s['budget']}{more}")
-        elif k == "superseded_by":
-            by = s["by"]
-            alt = f", or build as of {s['as_of']}" if s.get("as_of") else ""
-            parts.append(f"superseded by {by['id']}@{by['source_version']}{alt}")
-        elif k == "outranked_by":
-            kept = s["kept"]
-            parts.append(f"out-ranked by {kept['id']}@{kept['source_version']} in its dedupe group")
-        else:
-            parts.append(json.dumps(s, sort_keys=True))
-    verdict = "admits it" if hint["admits"] else "would not admit it by itself"
-    return "; then ".join(parts) + f" ({verdict}, checked by re-running the selector)"
 
 
 # --------------------------------------------------------------------------
@@ -621,7 +559,7 @@ def _bad_versions(conn: Connection, seq: int) -> Iterator[str]:
 
 def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
     """Recompute a pack's figures, input digest and pack digest from its rows."""
-    from ledger.packs import decision_rows
+    from ledger.store.packs import decision_rows
 
     rows = decision_rows(conn, head.pack_no)
     try:
@@ -731,8 +669,8 @@ def _recount(conn: Connection, candidates: list[Any], vid_of: dict[str, int], co
 
 def _first_difference(conn: Connection, head: Any, ind: str, candidates: list[Any], ctx: Any) -> str | None:
     """The first way the recorded pack differs from the rebuild, or None."""
-    from ledger.context import thaw
-    from ledger.packs import decision_rows
+    from ledger.core.context import thaw
+    from ledger.store.packs import decision_rows
 
     rows = decision_rows(conn, head.pack_no)
     recorded = {r.record_digest: r for r in rows}

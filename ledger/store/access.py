@@ -14,12 +14,12 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, insert, select
 
-from ledger.canonical import canonical_json, digest_value
-from ledger.chain import reserve_entry, seal_entry
-from ledger.db import write_transaction
-from ledger.errors import InputError, IntegrityError, RefusedError
-from ledger.models import Grant, PolicyVersion
-from ledger.records import TRUST_LABELS
+from ledger.core.canonical import canonical_json, digest_value
+from ledger.store.chain import reserve_entry, seal_entry
+from ledger.store.engine import write_transaction
+from ledger.core.errors import InputError, IntegrityError, RefusedError
+from ledger.store.schema import Grant, PolicyVersion
+from ledger.core.records import TRUST_LABELS
 
 SUBJECT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$")
 PERMISSION_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,63}$")

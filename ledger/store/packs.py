@@ -14,16 +14,15 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from ledger.build import REASON_NAMES
-from ledger.db import fetch_tuples
-from ledger.errors import InputError, IntegrityError, NotFoundError
-from ledger.models import ChunkVersion, Decision, Entry, Pack
+from ledger.core.reasons import REASON_NAMES, SECTIONS
+from ledger.store.engine import fetch_tuples
+from ledger.core.errors import InputError, IntegrityError, NotFoundError
+from ledger.store.schema import ChunkVersion, Decision, Entry, Pack
 
 packs = Pack.__table__
 decisions = Decision.__table__
 entries = Entry.__table__
 versions = ChunkVersion.__table__
-SECTION_ORDER = ("policy", "state", "evidence", "current-input")
 _HEX = re.compile(r"^[0-9a-f]+$")
 
 
@@ -241,7 +240,7 @@ def export_markdown(conn: Connection, pack_no: int, with_content: bool) -> str:
         f"As of {data['as_of']} for subject `{data['subject']}`: {data['used']} of "
         f"{data['budget']} tokens ({data['counter']}). Pack digest `{data['pack_digest']}`.",
     ]
-    for section in SECTION_ORDER:
+    for section in SECTIONS:
         items = [i for i in data["admitted"] if i["section"] == section]
         if not items:
             continue

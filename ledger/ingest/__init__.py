@@ -1,0 +1,1 @@
+"""Readers: files and transcripts in, validated chunk records out."""

@@ -1,0 +1,303 @@
+"""Chunk records from files: the seed-001 fixture, JSON arrays, JSON Lines, and
+annotated transcripts, read lazily and validated record by record.
+
+Each record comes with where it was read (`file:line` or `file: [index]`), so the
+store can name the record that breaks a rule. Nothing here touches the database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ledger.core.errors import InputError
+from ledger.core.records import ChunkRecord, RecordError, validate_chunk
+from ledger.core.strictjson import StrictJSONError, loads_strict
+
+FORMATS = ("auto", "fixture", "json", "jsonl", "transcript")
+FIXTURE_KEYS = frozenset({"fixture_version", "selector_version", "request", "chunks"})
+
+Progress = Callable[[int], None]  # called with bytes consumed since the last call
+
+
+def check_input_file(path: str) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise InputError(f"{path}: is a symbolic link; pass the file it points to")
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{path}: is a directory; pass chunk files")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: is not a regular file (device, pipe or socket)")
+
+
+def detect_format(path: str, fmt: str) -> str:
+    """`auto`: .jsonl/.ndjson are JSON Lines; .json is an array or a fixture."""
+    if fmt != "auto":
+        return fmt
+    lower = path.lower()
+    if lower.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    if lower.endswith(".json"):
+        return "json"
+    raise InputError(
+        f"{path}: cannot tell the format from the name; use --format fixture|json|jsonl"
+    )
+
+
+def _read_whole(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _iter_jsonl(path: str, progress: Progress | None) -> Iterator[tuple[str, Any]]:
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    with f:
+        lineno = 0
+        for raw in f:
+            lineno += 1
+            if progress is not None:
+                progress(len(raw))
+            where = f"{path}:{lineno}"
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raise InputError(
+                    f"{where}: file starts with a UTF-8 byte-order mark; save it without one"
+                )
+            if not raw.strip():
+                raise InputError(f"{where}: blank line; JSON Lines holds one record on every line")
+            try:
+                obj = loads_strict(raw)
+            except StrictJSONError as exc:
+                field = _field_of(_lenient_loads(raw))
+                error = _line_error(raw, exc)
+                raise InputError(f"{where}: {_field_prefix(field)}{error}") from None
+            yield where, obj
+        if lineno == 0:
+            raise InputError(f"{path}: empty file; expected one chunk record per line")
+
+
+def _line_error(raw: bytes, exc: StrictJSONError) -> StrictJSONError:
+    """The error of a line parsed without its line ending, so that a position
+    names the line itself (`line 1, column 16`), not the empty one after it."""
+    try:
+        loads_strict(raw.rstrip(b"\r\n"))
+    except StrictJSONError as inline:
+        return inline
+    return exc
+
+
+def _iter_json(
+    path: str, fmt: str, notes: list[str], progress: Progress | None
+) -> Iterator[tuple[str, Any]]:
+    data = _read_whole(path)
+    if progress is not None:
+        progress(len(data))
+    if not data:
+        raise InputError(f"{path}: empty file; expected a JSON array of chunk records or a fixture")
+    try:
+        doc = loads_strict(data)
+    except StrictJSONError as exc:
+        raise InputError(_locate_json_error(path, data, exc)) from None
+    if isinstance(doc, dict) and fmt != "json":
+        if "chunks" not in doc:
+            raise InputError(f"{path}: a seed-001 fixture object needs `chunks`")
+        unknown = sorted(set(doc) - FIXTURE_KEYS)
+        if unknown:
+            raise InputError(
+                f"{path}: not a seed-001 fixture: unknown top-level fields {unknown} "
+                f"(a fixture has {sorted(FIXTURE_KEYS)})"
+            )
+        if "request" in doc:
+            notes.append(
+                f"{path}: the fixture's `request` was not applied; set it with "
+                "`ledger subject grant`, `ledger policy set` and `ledger build --as-of`"
+            )
+        items = doc["chunks"]
+        label = "chunks"
+        if not isinstance(items, list):
+            raise InputError(f"{path}: `chunks` must be an array of chunk records")
+    elif isinstance(doc, list) and fmt != "fixture":
+        items, label = doc, ""
+    elif fmt == "fixture":
+        raise InputError(f"{path}: expected a seed-001 fixture object with `chunks`")
+    elif fmt == "json":
+        hint = "; for a seed-001 fixture use --format fixture" if isinstance(doc, dict) else ""
+        raise InputError(f"{path}: expected a JSON array of chunk records{hint}")
+    else:
+        raise InputError(
+            f"{path}: expected a JSON array of chunk records or a fixture object with `chunks`"
+        )
+    for i, obj in enumerate(items):
+        yield _where_in_array(path, label, i), obj
+
+
+def _where_in_array(path: str, label: str, index: int) -> str:
+    return f"{path}: {label}[{index}]" if label else f"{path}: [{index}]"
+
+
+# Locating a parse-level error. The strict parser stops at the first duplicate
+# key, non-finite number, lone surrogate or invalid UTF-8 byte without saying in
+# which record or field; on that (rare) path the text is parsed again leniently,
+# marking what the strict parser refuses, to name the record and its field.
+
+
+class _Marked(dict):  # type: ignore[type-arg]
+    """A JSON object parsed leniently; `duplicate` is its first repeated key."""
+
+    duplicate: str | None = None
+
+
+class _Refused:
+    """Stands for a non-finite number in a lenient parse."""
+
+
+_REFUSED = _Refused()
+
+
+def _marked_object(pairs: list[tuple[str, Any]]) -> _Marked:
+    obj = _Marked(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen:
+                obj.duplicate = key
+                break
+            seen.add(key)
+    return obj
+
+
+def _lenient_float(text: str) -> Any:
+    value = float(text)
+    return value if value not in (float("inf"), float("-inf")) else _REFUSED
+
+
+_lenient_decoder = json.JSONDecoder(
+    object_pairs_hook=_marked_object,
+    parse_constant=lambda _name: _REFUSED,
+    parse_float=_lenient_float,
+)
+
+
+def _lenient_loads(raw: bytes) -> Any:
+    """Parse like `loads_strict` would, but mark instead of refusing; None if unparsable."""
+    try:
+        return _lenient_decoder.decode(raw.decode("utf-8", "surrogateescape"))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _refused(value: Any) -> bool:
+    """Whether `value` holds something the strict parser refuses."""
+    if value is _REFUSED:
+        return True
+    if isinstance(value, str):
+        if value.isascii():
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        if getattr(value, "duplicate", None) is not None:
+            return True
+        return any(_refused(k) or _refused(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_refused(v) for v in value)
+    return False
+
+
+def _field_of(record: Any) -> str | None:
+    """The top-level field of a record that holds what the strict parser refused."""
+    if not isinstance(record, dict):
+        return None
+    duplicate = getattr(record, "duplicate", None)
+    if duplicate is not None:
+        return str(duplicate)
+    for key, value in record.items():
+        if _refused(key) or _refused(value):
+            return str(key)
+    return None
+
+
+def _field_prefix(field: str | None) -> str:
+    # repr() keeps a field name with a lone surrogate printable.
+    return f"field {field!r}: " if field is not None else ""
+
+
+def _locate_json_error(path: str, data: bytes, exc: StrictJSONError) -> str:
+    """`path: [i]: field 'f': <what>` for an error inside a record, else `path: <what>`."""
+    doc = _lenient_loads(data)
+    label = ""
+    if isinstance(doc, dict) and not _refused_outside_chunks(doc):
+        doc, label = doc.get("chunks"), "chunks"
+    if isinstance(doc, list):
+        for i, item in enumerate(doc):
+            if _refused(item):
+                where = _where_in_array(path, label, i)
+                return f"{where}: {_field_prefix(_field_of(item))}{exc}"
+    return f"{path}: {exc}"
+
+
+def _refused_outside_chunks(doc: dict[str, Any]) -> bool:
+    if getattr(doc, "duplicate", None) is not None:
+        return True
+    return any(_refused(k) or (k != "chunks" and _refused(v)) for k, v in doc.items())
+
+
+def _iter_transcript(
+    path: str, priorities: str | None, id_prefix: str | None, progress: Progress | None
+) -> Iterator[tuple[str, Any]]:
+    """A transcript's exchanges as chunk records (see `ledger.ingest.transcripts`)."""
+    from ledger.ingest.transcripts import check_id_prefix, default_id_prefix, exchange_records, load_annotated
+
+    prefix = check_id_prefix(id_prefix) if id_prefix is not None else default_id_prefix(path)
+    annotated = load_annotated(path, priorities)
+    if progress is not None:
+        progress(len(annotated.transcript.data))
+    yield from exchange_records(annotated, prefix)
+
+
+def read_records(
+    paths: Iterable[str],
+    fmt: str = "auto",
+    *,
+    notes: list[str],
+    progress: Progress | None = None,
+    transcript: tuple[str | None, str | None] = (None, None),
+) -> Iterator[tuple[str, ChunkRecord]]:
+    """Yield (where, validated record) for every record of every file, lazily.
+
+    `transcript` is (priorities sidecar, id prefix) for `--format transcript`.
+    """
+    for path in paths:
+        check_input_file(path)
+        kind = detect_format(path, fmt)
+        # `_iter_json` gets the requested format: `auto` takes an array or a fixture.
+        if kind == "transcript":
+            raw = _iter_transcript(path, *transcript, progress)
+        elif kind == "jsonl":
+            raw = _iter_jsonl(path, progress)
+        else:
+            raw = _iter_json(path, fmt, notes, progress)
+        for where, obj in raw:
+            try:
+                yield where, validate_chunk(obj, allow_nul=False)
+            except RecordError as exc:
+                field = f"field '{exc.field}': " if exc.field else ""
+                raise InputError(f"{where}: {field}{exc.rule}") from None
+
+

@@ -1,0 +1,1 @@
+"""The store: the only place with SQL (engine, schema, queries, writes)."""
