@@ -258,7 +258,10 @@ def _parse_rule(table: Any, index: int, where: str) -> Rule:
     match = match.strip()
     if match.startswith("/") or "\\" in match:
         raise InputError(f"{at}.match is relative to its PATH with / separators, not {match!r}")
-    _glob_regex(match)  # a malformed [class] is refused here, not at the first file
+    try:
+        _glob_regex(match)  # a malformed [class] is refused here, not at the first file
+    except InputError as exc:
+        raise InputError(f"{at}.match: {exc}") from None
     at = f'{where}: rule[{index}] (match = "{match}")'
     skip = _boolean(table.get("skip", False), f"{at}.skip")
     if skip:
