@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -29,11 +33,19 @@ from ledger_cli.main import Settings, pass_settings
 @click.option("--id-prefix", metavar="PREFIX",
               help="With --format transcript: chunk ids are PREFIX + e001, ... (default: the file's "
                    "name, e.g. chat- for chat.jsonl).")
+@click.option("--rules", "rules", type=click.Path(dir_okay=False), metavar="RULES.toml",
+              help="Documents: FILES are Markdown, HTML, text or PDF files and folders, chunked "
+                   "by heading; the rules file gives their metadata (README: Documents and rules).")
+@click.option("--source-version", metavar="V", help="With --rules: this run's source_version "
+              "instead of the rules file's `version`.")
+@click.option("--effective-from", metavar="DATE", help="With --rules: this run's effective_from "
+              "instead of the rules file's.")
 @json_option
 @pass_settings
 def ingest_command(
     settings: Settings, files: tuple[str, ...], fmt: str, priorities: str | None,
-    id_prefix: str | None, as_json: bool,
+    id_prefix: str | None, rules: str | None, source_version: str | None,
+    effective_from: str | None, as_json: bool,
 ) -> None:
     """Store chunk versions: all or nothing per run, one ingest entry in the chain.
 
@@ -44,7 +56,11 @@ def ingest_command(
     ledger ingest fixtures/seed001-chunks.json
     ledger ingest --json exports/*.jsonl
     ledger ingest --format transcript chat.jsonl --priorities chat.priorities.json
+    ledger ingest docs/ --rules ledger-rules.toml --json
     """
+    if rules is not None or source_version is not None or effective_from is not None:
+        _ingest_documents(settings, files, fmt, rules, source_version, effective_from, as_json)
+        return
     from ledger.api import ingest_files as ingest
 
     engine = open_ledger(settings)
@@ -65,6 +81,65 @@ def ingest_command(
             f"batch {summary.batch}: read {summary.read}, new {summary.new}, "
             f"unchanged {summary.unchanged}"
         )
+
+
+def _ingest_documents(
+    settings: Settings, paths: tuple[str, ...], fmt: str, rules: str | None,
+    source_version: str | None, effective_from: str | None, as_json: bool,
+) -> None:
+    """`ingest PATH... --rules RULES.toml`: documents, chunked by heading."""
+    from ledger.core.errors import InputError
+    from ledger.api import ingest_documents
+
+    if rules is None:
+        raise InputError("--source-version and --effective-from go with --rules RULES.toml")
+    if fmt != "auto":
+        raise InputError("--format does not go with --rules: documents are told apart by extension")
+    engine = open_ledger(settings)
+    try:
+        with _document_progress() as progress:
+            summary = ingest_documents(
+                engine, list(paths), rules, source_version=source_version,
+                effective_from=effective_from, progress=progress,
+            )
+    finally:
+        engine.dispose()
+    if as_json:
+        echo_json(summary.to_json())
+        return
+    stored = (
+        f"batch {summary.batch}: " if summary.batch is not None else "nothing new stored (no entry): "
+    )
+    line = (
+        f"{stored}{summary.files} files, read {summary.read} chunks, new {summary.new}, "
+        f"unchanged {summary.unchanged}"
+    )
+    if summary.retracted:
+        line += f"; retracted {summary.retracted} absent ids (entry {summary.retract_entry})"
+    click.echo(line)
+
+
+@contextmanager
+def _document_progress() -> Iterator[Callable[[int, int], None] | None]:
+    """Files and chunks done on stderr, on a terminal only, at most ten times a second."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    last = [0.0]
+
+    def show(files: int, chunks: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.1:
+            last[0] = now
+            sys.stderr.write(f"\ringest: {files} files, {chunks} chunks")
+            sys.stderr.flush()
+
+    try:
+        yield show
+    finally:
+        if last[0]:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
 
 
 @click.command("chunks")

@@ -40,6 +40,8 @@ COMMANDS: dict[str, str] = {
     "select": "ledger_cli.pack_cmd:select_command",
     "transcript": "ledger_cli.transcript_cmd:transcript_group",
     "report": "ledger_cli.report_cmd:report_command",
+    # Documents (issue 15).
+    "retract": "ledger_cli.retract_cmd:retract_command",
 }
 
 

@@ -78,3 +78,62 @@ def build_transcript(
         source=source,
         ingest_hint=f"ledger ingest --format transcript {source}{hint}",
     )
+
+
+# --------------------------------------------------------------------------
+# Documents (issue 15): `ledger ingest PATH... --rules` and `ledger retract`.
+# --------------------------------------------------------------------------
+
+
+def ingest_documents(
+    engine: Any,
+    paths: list[str],
+    rules: str,
+    *,
+    source_version: str | None = None,
+    effective_from: str | None = None,
+    progress: Any = None,
+    today: str | None = None,
+) -> Any:
+    """Ingest Markdown, HTML, text and PDF files by a rules file, all or nothing.
+
+    The rules, the files and the overrides are checked (and every file read once)
+    before the write transaction; the files whose bytes or rules changed since
+    the source's last run are parsed inside it, so the incremental decision sees
+    the state it writes against. Returns a `DocumentIngestSummary`.
+    """
+    from datetime import date
+
+    from ledger.ingest.docplan import StoredFile, chunk_run, plan_run
+    from ledger.store.documents import store_run, stored_files
+    from ledger.store.engine import write_transaction
+
+    run = plan_run(
+        paths,
+        rules,
+        today=today or date.today().isoformat(),
+        source_version=source_version,
+        effective_from=effective_from,
+    )
+    with write_transaction(engine) as conn:
+        before = stored_files(conn, run.source)
+        state = {path: StoredFile(*row) for path, row in before.items()}
+        files, plans = chunk_run(run, state, progress)
+        return store_run(
+            conn,
+            source=run.source,
+            snapshot=run.rules.source.snapshot,
+            version=run.version,
+            effective_from=run.effective_from,
+            paths=run.paths,
+            files=files,
+            plans=plans,
+            before=before,
+        )
+
+
+def retract(engine: Any, ids: list[str], from_date: str, reason: str | None = None) -> Any:
+    """Withdraw chunk ids from `from_date` on, as one `retract` entry (`RetractResult`)."""
+    from ledger.store.documents import retract as store_retract
+
+    return store_retract(engine, ids, from_date, reason)

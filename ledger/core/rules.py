@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ledger.errors import InputError
-from ledger.records import (
+from ledger.core.errors import InputError
+from ledger.core.records import (
     MAX_PRIORITY,
     MAX_SOURCE_VERSION,
     MAX_TOKENS,
@@ -187,7 +187,7 @@ def _boolean(value: Any, where: str) -> bool:
 
 
 def _field(where: str, check: Any, *args: Any) -> Any:
-    """Run a chunk-record rule from `ledger.records`, prefixing its message with `where`."""
+    """Run a chunk-record rule from `ledger.core.records`, prefixing its message with `where`."""
     try:
         return check(*args)
     except RecordError as exc:

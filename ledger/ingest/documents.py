@@ -27,12 +27,12 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
 
-from ledger.errors import InputError
+from ledger.core.errors import InputError
 
 MARKDOWN_EXTENSIONS = (".md", ".markdown")
 TEXT_EXTENSIONS = (".txt",)
@@ -639,7 +639,9 @@ def _shorten(chunk: DocChunk, source: str, name: str, salt: str) -> str:
     return short[:room].rstrip("-") + "-" + digest
 
 
-def assign_ids(source: str, chunks: Sequence[DocChunk]) -> list[str]:
+def assign_ids(
+    source: str, chunks: Sequence[DocChunk], taken: Iterable[str] = ()
+) -> list[str]:
     """The chunk ids of one run, in the order of `chunks` (files in sorted order).
 
     `<source>-<path slug>--<heading path slug>`, `-pN` for the N-th piece of a
@@ -647,8 +649,9 @@ def assign_ids(source: str, chunks: Sequence[DocChunk]) -> list[str]:
     later one with the same name (a duplicate heading) takes `-2`, `-3`...; a
     name over 64 characters is cut and ends in 8 hex digits of the SHA-256 of the
     whole name, so each is the same in every run that sees the same files.
+    `taken` are ids already held by unchanged files of the run (not re-parsed).
     """
-    used: set[str] = set()
+    used: set[str] = set(taken)
     seen: dict[str, int] = {}
     ids: list[str] = []
     for chunk in chunks:
