@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import InputError
+from ledger.core.errors import InputError
 from ledger.ingest.documents import (
     DocFile,
     assign_ids,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ledger.core.rules import glob_matches, parse_rules
-from ledger.errors import InputError
+from ledger.core.errors import InputError
 
 GOOD = b'''
 [source]
