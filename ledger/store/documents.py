@@ -64,6 +64,7 @@ class DocumentIngestSummary:
             "unchanged": self.unchanged,
             "files": self.files,
             "retracted": self.retracted,
+            "parsed": self.parsed_files,  # files read and chunked; the rest were unchanged
         }
 
 
