@@ -110,7 +110,10 @@ DecisionRow = namedtuple(  # noqa: PYI024 - a plain row type, built per decision
 
 
 def location_json(row: Any) -> dict[str, Any]:
-    """`title`, `path` and `lines` (or `pages`) of a document version; null otherwise."""
+    """`title`, `path` and `lines` (or `pages`) of a document version (from `ledger
+    ingest --rules`); nothing for other versions, whose JSON stays as it was."""
+    if row.path is None:
+        return {}
     span = None if row.loc_first is None else [row.loc_first, row.loc_last]
     return {
         "title": row.title,
