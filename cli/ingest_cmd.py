@@ -88,8 +88,8 @@ def _ingest_documents(
     source_version: str | None, effective_from: str | None, as_json: bool,
 ) -> None:
     """`ingest PATH... --rules RULES.toml`: documents, chunked by heading."""
-    from ledger.core.errors import InputError
     from ledger.api import ingest_documents
+    from ledger.core.errors import InputError
 
     if rules is None:
         raise InputError("--source-version and --effective-from go with --rules RULES.toml")
@@ -108,7 +108,9 @@ def _ingest_documents(
         echo_json(summary.to_json())
         return
     stored = (
-        f"batch {summary.batch}: " if summary.batch is not None else "nothing new stored (no entry): "
+        f"batch {summary.batch}: "
+        if summary.batch is not None
+        else "nothing new stored (no entry): "
     )
     line = (
         f"{stored}{summary.files} files, read {summary.read} chunks, new {summary.new}, "
@@ -126,8 +128,10 @@ def _document_progress() -> Iterator[Callable[[int, int], None] | None]:
         yield None
         return
     last = [0.0]
+    done = [0, 0]
 
     def show(files: int, chunks: int) -> None:
+        done[:] = [files, chunks]
         now = time.monotonic()
         if now - last[0] >= 0.1:
             last[0] = now
@@ -138,7 +142,7 @@ def _document_progress() -> Iterator[Callable[[int, int], None] | None]:
         yield show
     finally:
         if last[0]:
-            sys.stderr.write("\n")
+            sys.stderr.write(f"\ringest: {done[0]} files, {done[1]} chunks\n")
             sys.stderr.flush()
 
 

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import click
-
 from ledger_cli.common import echo_json, json_option, open_ledger
 from ledger_cli.main import Settings, pass_settings
 
 
 @click.command("retract")
 @click.argument("ids", nargs=-1, required=True, metavar="ID...")
-@click.option("--from", "from_date", required=True, metavar="DATE",
-              help="First day (YYYY-MM-DD, valid time) on which the ids are withdrawn.")
-@click.option("--reason", metavar="TEXT", help="Why; recorded in the entry and shown by why-evicted.")
+@click.option(
+    "--from",
+    "from_date",
+    required=True,
+    metavar="DATE",
+    help="First day (YYYY-MM-DD, valid time) on which the ids are withdrawn.",
+)
+@click.option(
+    "--reason", metavar="TEXT", help="Why; recorded in the entry and shown by why-evicted."
+)
 @json_option
 @pass_settings
 def retract_command(

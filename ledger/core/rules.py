@@ -169,9 +169,7 @@ class Rules:
 def _unknown(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
     unknown = sorted(set(table) - set(known))
     if unknown:
-        raise InputError(
-            f"{where} has unknown key {unknown[0]!r}; known keys: {', '.join(known)}"
-        )
+        raise InputError(f"{where} has unknown key {unknown[0]!r}; known keys: {', '.join(known)}")
 
 
 def _missing(table: Mapping[str, Any], needed: tuple[str, ...], where: str) -> None:
@@ -238,9 +236,16 @@ def _parse_source(table: Any, where: str) -> Source:
         effective = _field(f"{at}.effective_from", iso_date, effective, "effective_from")
     counter = table.get("counter", "cl100k_base")
     if counter not in TEXT_COUNTERS:
-        raise InputError(f"{at}.counter is unsupported: {counter!r}; use one of {', '.join(TEXT_COUNTERS)}")
+        raise InputError(
+            f"{at}.counter is unsupported: {counter!r}; use one of {', '.join(TEXT_COUNTERS)}"
+        )
     max_tokens = _field(
-        f"{at}.max_tokens", integer, table.get("max_tokens", DEFAULT_MAX_TOKENS), "max_tokens", 1, MAX_TOKENS
+        f"{at}.max_tokens",
+        integer,
+        table.get("max_tokens", DEFAULT_MAX_TOKENS),
+        "max_tokens",
+        1,
+        MAX_TOKENS,
     )
     snapshot = _boolean(table.get("snapshot", False), f"{at}.snapshot")
     return Source(name, uri, version, effective, counter, max_tokens, snapshot)
@@ -272,10 +277,14 @@ def _parse_rule(table: Any, index: int, where: str) -> Rule:
     _missing(table, ("section", "trust", "required_permission", "priority"), at)
     section = table["section"]
     if section not in SECTIONS:
-        raise InputError(f"{at}.section is unsupported: {section!r}; use one of {', '.join(SECTIONS)}")
+        raise InputError(
+            f"{at}.section is unsupported: {section!r}; use one of {', '.join(SECTIONS)}"
+        )
     trust = table["trust"]
     if trust not in TRUST_LABELS:
-        raise InputError(f"{at}.trust is unsupported: {trust!r}; use one of {', '.join(TRUST_LABELS)}")
+        raise InputError(
+            f"{at}.trust is unsupported: {trust!r}; use one of {', '.join(TRUST_LABELS)}"
+        )
     permission = _field(
         f"{at}.required_permission", identifier, table["required_permission"], "required_permission"
     )
@@ -287,14 +296,17 @@ def _parse_rule(table: Any, index: int, where: str) -> Rule:
     if required and dedupe == "content":
         # SPEC: a dedupe group of two or more ids may not hold a required chunk.
         raise InputError(
-            f'{at}: required chunks cannot share a dedupe_key; use dedupe = "id" with required = true'
+            f"{at}: required chunks cannot share a dedupe_key; "
+            'use dedupe = "id" with required = true'
         )
     expires = table.get("expires_on")
     if expires is not None:
         if not isinstance(expires, str):
             raise InputError(f'{at}.expires_on must be a quoted "YYYY-MM-DD" date')
         expires = _field(f"{at}.expires_on", iso_date, expires, "expires_on")
-    return Rule(index, match, False, section, trust, permission, priority, required, dedupe, expires)
+    return Rule(
+        index, match, False, section, trust, permission, priority, required, dedupe, expires
+    )
 
 
 def parse_rules(data: bytes, where: str) -> Rules:

@@ -115,7 +115,9 @@ def read_rules_file(path: str) -> Rules:
 def _meta_digest(rules: Rules, rule: Rule) -> str:
     """What, besides the bytes, decides a file's chunks: its rule and the source settings."""
     s = rules.source
-    text = "\x1f".join((rule.metadata_digest(), s.name, s.counter, str(s.max_tokens), CHUNKER_VERSION))
+    text = "\x1f".join(
+        (rule.metadata_digest(), s.name, s.counter, str(s.max_tokens), CHUNKER_VERSION)
+    )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -204,9 +206,10 @@ def plan_run(
     _check_overrides(source_version, effective_from)
     planned = _plan_files(rules, paths)
     files: list[RunFile] = []
+    metas = {rule.index: _meta_digest(rules, rule) for rule in rules.rules}
     for f, rule in planned:
         data, _st = read_file_bytes(f)
-        files.append(RunFile(f, rule, data, hashlib.sha256(data).hexdigest(), _meta_digest(rules, rule)))
+        files.append(RunFile(f, rule, data, hashlib.sha256(data).hexdigest(), metas[rule.index]))
     source = rules.source
     needs_git = (source_version is None and source.version == "git") or (
         effective_from is None and source.effective_from == "git"
@@ -294,7 +297,9 @@ def chunk_run(
             reused.update(old.chunk_ids)
             chunks_done += len(old.chunk_ids)
         else:
-            chunks = chunk_document(rf.data, rf.file.relpath, rf.file.full, count, source.max_tokens)
+            chunks = chunk_document(
+                rf.data, rf.file.relpath, rf.file.full, count, source.max_tokens
+            )
             parsed.append((rf, chunks))
             chunks_done += len(chunks)
         results.append(result)

@@ -132,7 +132,10 @@ _ANCHOR_RE = re.compile(r"\s*\{\s*#([A-Za-z0-9][A-Za-z0-9_:.-]*)\s*\}\s*$")
 
 
 def split_anchor(title: str) -> tuple[str, str | None]:
-    """`("Use CORSMiddleware", "use-corsmiddleware")` from `"Use CORSMiddleware { #use-corsmiddleware }"`."""
+    """The title and its explicit anchor, if any.
+
+    `"Use X { #use-x }"` -> `("Use X", "use-x")`; `"Plain"` -> `("Plain", None)`.
+    """
     m = _ANCHOR_RE.search(title)
     if m is None:
         return title.strip(), None
@@ -177,15 +180,20 @@ def decode_document(data: bytes, where: str) -> str:
 
 
 _MD: Any = None
+_INLINE: Any = None
 
 
 def _markdown() -> Any:
-    global _MD
+    global _MD, _INLINE
     if _MD is None:
         from markdown_it import MarkdownIt
 
-        # CommonMark, plus tables so a table is one block to split on.
-        _MD = MarkdownIt("commonmark").enable("table")
+        _INLINE = MarkdownIt("commonmark")
+
+        # CommonMark, plus tables so a table is one block to split on. Inline
+        # parsing is off (a third of the parse time): only headings need it, and
+        # `_heading_text` parses just their text.
+        _MD = MarkdownIt("commonmark").enable("table").disable("inline")
     return _MD
 
 
@@ -199,10 +207,14 @@ def front_matter_end(lines: Sequence[str]) -> int:
     return 0  # not closed: a thematic break, not front matter
 
 
-def _inline_text(token: Any) -> str:
-    """The plain text of a heading's inline token (code spans without backticks)."""
+def _heading_text(token: Any) -> str:
+    """The plain text of a heading's inline source (code spans without backticks)."""
     parts: list[str] = []
-    for child in token.children or ():
+    children = []
+    _markdown()
+    for tok in _INLINE.parseInline(token.content):
+        children.extend(tok.children or ())
+    for child in children:
         if child.type in ("text", "code_inline", "html_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
@@ -229,7 +241,7 @@ def read_markdown(text: str) -> list[Section]:
         if tok.level != 0 or tok.map is None or tok.nesting == -1:
             continue
         if tok.type == "heading_open":
-            title, anchor = split_anchor(_inline_text(tokens[i + 1]))
+            title, anchor = split_anchor(_heading_text(tokens[i + 1]))
             starts.append((tok.map[0], tok.map[1], (int(tok.tag[1]), title, anchor), False))
         else:
             starts.append((tok.map[0], tok.map[1], None, tok.type == "fence"))
@@ -639,9 +651,7 @@ def _shorten(chunk: DocChunk, source: str, name: str, salt: str) -> str:
     return short[:room].rstrip("-") + "-" + digest
 
 
-def assign_ids(
-    source: str, chunks: Sequence[DocChunk], taken: Iterable[str] = ()
-) -> list[str]:
+def assign_ids(source: str, chunks: Sequence[DocChunk], taken: Iterable[str] = ()) -> list[str]:
     """The chunk ids of one run, in the order of `chunks` (files in sorted order).
 
     `<source>-<path slug>--<heading path slug>`, `-pN` for the N-th piece of a
@@ -725,7 +735,7 @@ def walk_paths(paths: Sequence[str]) -> list[DocFile]:
             raise InputError(f"{path}: is not a regular file or folder")
         files.extend(_walk_folder(path))
     seen: dict[str, str] = {}
-    for f in files:
+    for f in files if len(paths) > 1 else ():  # one PATH cannot name a file twice
         real = os.path.realpath(f.full)
         if real in seen:
             raise InputError(f"{f.full}: named twice (also as {seen[real]}); pass it once")

@@ -25,7 +25,7 @@ def _git(folder: str, *args: str) -> str:
     git = shutil.which("git")
     if git is None:
         raise InputError(
-            f"{folder}: the rules say \"git\" but git is not installed; install it or pass "
+            f'{folder}: the rules say "git" but git is not installed; install it or pass '
             "--source-version and --effective-from"
         )
     proc = subprocess.run(

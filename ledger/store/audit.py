@@ -131,7 +131,11 @@ def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
         counter=head.counter,
         mark=head.ledger_mark,
         scope=head.scope,
-        retractions={} if conn is None or head.scope != DOCUMENTS else retractions_at(conn, head.ledger_mark),
+        retractions=(
+            retractions_at(conn, head.ledger_mark)
+            if conn is not None and head.scope == DOCUMENTS
+            else {}
+        ),
     )
 
 
@@ -180,7 +184,9 @@ def why_evicted(
         hinted = False
         for d in found:
             reason = reason_of(d.status, d.pack_no)
-            retraction = _retraction(conn, d.remaining, v.chunk_id) if reason == "retracted" else None
+            retraction = None
+            if reason == "retracted":
+                retraction = _retraction(conn, d.remaining, v.chunk_id)
             item: dict[str, Any] = {
                 "pack": d.pack_no,
                 "pack_digest": d.pack_digest,
@@ -195,7 +201,9 @@ def why_evicted(
                 "budget": d.budget,
             }
             if retraction is not None:  # who withdrew it, and why: the retract entry's record
-                item["retraction"] = {"entry": d.remaining, "from": retraction[0], "reason": retraction[1]}
+                item["retraction"] = {
+                    "entry": d.remaining, "from": retraction[0], "reason": retraction[1]
+                }
             if reason is not None and (hints == "all" or (hints == "newest" and not hinted) or pack_no is not None):
                 if hints != "none":
                     head = conn.execute(select(packs).where(packs.c.pack_no == d.pack_no)).one()
@@ -234,7 +242,9 @@ class _DetailRow:
     """Adapts a version row, a decision row and the version it refers to (a
     version that no longer exists reads as None) to what `detail_of` reads."""
 
-    __slots__ = ("_v", "tokens", "remaining", "ref_id", "ref_version", "ref_digest", "retracted_from")
+    __slots__ = (
+        "_v", "tokens", "remaining", "ref_id", "ref_version", "ref_digest", "retracted_from"
+    )
 
     def __init__(
         self,
@@ -253,7 +263,9 @@ class _DetailRow:
         return getattr(self._v, name)
 
 
-def _retraction(conn: Connection, entry: int | None, chunk_id: str) -> tuple[str | None, str | None]:
+def _retraction(
+    conn: Connection, entry: int | None, chunk_id: str
+) -> tuple[str | None, str | None]:
     """(from date, reason) of the retract entry that withdrew `chunk_id`."""
     t = Retraction.__table__
     row = conn.execute(
@@ -548,7 +560,8 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
     retracted = _retract_entries(conn)
     for seq, (ids, days, reasons) in retracted.items():
         if len(days) != 1 or len(reasons) != 1:
-            problems.add(seq, kinds.get(seq, "?"), "retraction rows of one entry disagree on date or reason")
+            problems.add(seq, kinds.get(seq, "?"),
+                         "retraction rows of one entry disagree on date or reason")
             continue
         check_payload(seq, "retract", retract_payload(ids, days.pop(), reasons.pop()),
                       f"retraction of entry {seq}")
@@ -571,15 +584,16 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
     return VerifyResult(first is None, len(chain), head.entry_hash, first, n_decisions)
 
 
-_KIND_GROUP = {"ingest": {"ingest"}, "grant": {"grant"}, "revoke": {"revoke"}, "policy": {"policy"}, "pack": {"pack"},
-               "retract": {"retract"}}
+_KIND_GROUP = {"ingest": {"ingest"}, "grant": {"grant"}, "revoke": {"revoke"}, "policy": {"policy"}, "pack": {"pack"}}
+_KIND_GROUP["retract"] = {"retract"}
 
 
 def _retract_entries(conn: Connection) -> dict[int, tuple[list[str], set[str], set[str | None]]]:
     t = Retraction.__table__
     out: dict[int, tuple[list[str], set[str], set[str | None]]] = {}
     for seq, cid, day, why in conn.execute(
-        select(t.c.entry_seq, t.c.chunk_id, t.c.from_date, t.c.reason).order_by(t.c.entry_seq, t.c.chunk_id)
+        select(t.c.entry_seq, t.c.chunk_id, t.c.from_date, t.c.reason)
+        .order_by(t.c.entry_seq, t.c.chunk_id)
     ):
         ids, days, reasons = out.setdefault(seq, ([], set(), set()))
         ids.append(cid)

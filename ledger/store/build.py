@@ -273,7 +273,9 @@ def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
         data["scope"] = inputs.scope
     if inputs.retractions:  # only when there are any: packs before retractions hash unchanged
         data["retractions"] = [
-            [cid, entry, day] for cid, marks in sorted(inputs.retractions.items()) for entry, day in marks
+            [cid, entry, day]
+            for cid, marks in sorted(inputs.retractions.items())
+            for entry, day in marks
         ]
     return digest_trusted(data)
 

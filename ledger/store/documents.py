@@ -79,12 +79,19 @@ class RetractResult:
 
     def to_json(self) -> dict[str, Any]:
         """`{"entry", "ids", "from", "reason"}`."""
-        return {"entry": self.entry, "ids": list(self.ids), "from": self.from_date, "reason": self.reason}
+        return {
+            "entry": self.entry,
+            "ids": list(self.ids),
+            "from": self.from_date,
+            "reason": self.reason,
+        }
 
 
 def retract_payload(ids: Sequence[str], from_date: str, reason: str | None) -> str:
     """Digest of a retract entry: the sorted ids, the date and the reason."""
-    return digest_value({"from": from_date, "ids": sorted(ids), "kind": "retract", "reason": reason})
+    return digest_value(
+        {"from": from_date, "ids": sorted(ids), "kind": "retract", "reason": reason}
+    )
 
 
 def stored_files(conn: Connection, source: str) -> dict[str, tuple[str, str, tuple[str, ...]]]:
@@ -133,8 +140,18 @@ def _newest_retraction(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
 def _newest_versions(conn: Connection, ids: Iterable[str]) -> dict[str, Any]:
     """The newest stored version (by ingest) of each id."""
     c = versions.c
-    cols = [versions.c[name] for name in ("vid", "chunk_id", "batch_seq", "loc_kind", "loc_first",
-                                           "loc_last", *_SUBSTANCE)]
+    cols = [
+        versions.c[name]
+        for name in (
+            "vid",
+            "chunk_id",
+            "batch_seq",
+            "loc_kind",
+            "loc_first",
+            "loc_last",
+            *_SUBSTANCE,
+        )
+    ]
     out: dict[str, Any] = {}
     id_list = sorted(set(ids))
     for start in range(0, len(id_list), _IN):
@@ -144,11 +161,16 @@ def _newest_versions(conn: Connection, ids: Iterable[str]) -> dict[str, Any]:
     return out
 
 
-def _insert_retraction(conn: Connection, ids: Sequence[str], from_date: str, reason: str | None) -> int:
+def _insert_retraction(
+    conn: Connection, ids: Sequence[str], from_date: str, reason: str | None
+) -> int:
     seq = reserve_entry(conn, "retract")
     conn.execute(
         insert(retractions),
-        [{"entry_seq": seq, "chunk_id": cid, "from_date": from_date, "reason": reason} for cid in sorted(ids)],
+        [
+            {"entry_seq": seq, "chunk_id": cid, "from_date": from_date, "reason": reason}
+            for cid in sorted(ids)
+        ],
     )
     seal_entry(conn, seq, retract_payload(ids, from_date, reason))
     return seq
@@ -258,8 +280,12 @@ def store_run(
             unchanged += 1
             if (old.loc_kind, old.loc_first, old.loc_last) != (p.location_kind, *p.location):
                 moves.append(
-                    {"b_vid": old.vid, "b_kind": p.location_kind, "b_first": p.location[0],
-                     "b_last": p.location[1]}
+                    {
+                        "b_vid": old.vid,
+                        "b_kind": p.location_kind,
+                        "b_first": p.location[0],
+                        "b_last": p.location[1],
+                    }
                 )
             continue
         new_plans.append(p)
@@ -279,34 +305,50 @@ def store_run(
             )
         )
         for start in range(0, len(new_plans), 2000):
-            conn.execute(insert(versions), [_row(p, batch_seq) for p in new_plans[start : start + 2000]])
+            conn.execute(
+                insert(versions), [_row(p, batch_seq) for p in new_plans[start : start + 2000]]
+            )
         _check_dedupe(conn, new_plans)
         seal_entry(conn, batch_seq, ingest_payload_digest(conn, batch_seq, read, unchanged))
     if moves:
         conn.execute(
             update(versions)
             .where(versions.c.vid == bindparam("b_vid"))
-            .values(loc_kind=bindparam("b_kind"), loc_first=bindparam("b_first"),
-                    loc_last=bindparam("b_last")),
+            .values(
+                loc_kind=bindparam("b_kind"),
+                loc_first=bindparam("b_first"),
+                loc_last=bindparam("b_last"),
+            ),
             moves,
         )
 
-    # The source's file state after the run; a snapshot replaces it whole.
+    # The source's file state after the run: rows of files that changed are
+    # rewritten, and a snapshot drops the rows of files it no longer has.
     t = document_files.c
-    if snapshot:
-        conn.execute(delete(document_files).where(t.source == source))
-    else:
-        rel = [f.relpath for f in files]
-        for start in range(0, len(rel), _IN):
-            conn.execute(delete(document_files).where(t.source == source, t.path.in_(rel[start : start + _IN])))
-    conn.execute(
-        insert(document_files),
-        [
-            {"source": source, "path": f.relpath, "file_digest": f.file_digest,
-             "meta_digest": f.meta_digest, "chunk_ids": json.dumps(f.ids)}
-            for f in files
-        ],
-    )
+    now_paths = {f.relpath for f in files}
+    stale = sorted(p for p in before if p not in now_paths) if snapshot else []
+    changed = [
+        f for f in files if before.get(f.relpath) != (f.file_digest, f.meta_digest, tuple(f.ids))
+    ]
+    drop = stale + [f.relpath for f in changed if f.relpath in before]
+    for start in range(0, len(drop), _IN):
+        conn.execute(
+            delete(document_files).where(t.source == source, t.path.in_(drop[start : start + _IN]))
+        )
+    if changed:
+        conn.execute(
+            insert(document_files),
+            [
+                {
+                    "source": source,
+                    "path": f.relpath,
+                    "file_digest": f.file_digest,
+                    "meta_digest": f.meta_digest,
+                    "chunk_ids": json.dumps(f.ids),
+                }
+                for f in changed
+            ],
+        )
 
     retract_seq: int | None = None
     absent: list[str] = []
@@ -316,7 +358,9 @@ def store_run(
         if gone:
             last = _newest_versions(conn, gone)
             withdrawn_at = _newest_retraction(conn, gone)
-            absent = sorted(c for c in gone if c in last and withdrawn_at.get(c, 0) < last[c].batch_seq)
+            absent = sorted(
+                c for c in gone if c in last and withdrawn_at.get(c, 0) < last[c].batch_seq
+            )
         if absent:
             retract_seq = _insert_retraction(
                 conn, absent, effective_from, f"absent from snapshot {version} of source {source}"
@@ -334,7 +378,9 @@ def store_run(
     )
 
 
-def retract(engine: Engine, ids: Sequence[str], from_date: str, reason: str | None = None) -> RetractResult:
+def retract(
+    engine: Engine, ids: Sequence[str], from_date: str, reason: str | None = None
+) -> RetractResult:
     """Withdraw chunk ids from `from_date` on (valid time), as one `retract` entry.
 
     Builds whose ledger mark includes the entry evict every version of those ids
@@ -369,7 +415,8 @@ def retract(engine: Engine, ids: Sequence[str], from_date: str, reason: str | No
         missing = [cid for cid in unique if cid not in known]
         if missing:
             raise NotFoundError(
-                f"chunk id '{missing[0]}' is not in the ledger (see `ledger chunks`); nothing retracted"
+                f"chunk id '{missing[0]}' is not in the ledger (see `ledger chunks`); "
+                "nothing retracted"
             )
         seq = _insert_retraction(conn, unique, from_date, reason)
     return RetractResult(seq, tuple(unique), from_date, reason)

@@ -104,8 +104,8 @@ DecisionRow = namedtuple(  # noqa: PYI024 - a plain row type, built per decision
     "DecisionRow",
     "vid status tokens position remaining ref_vid chunk_id source_version section source_uri required "
     "priority record_digest content_digest required_permission trust effective_from expires_on "
-    "dedupe_key estimated_tokens ref_id ref_version ref_digest title path loc_kind loc_first loc_last "
-    "retracted_from",
+    "dedupe_key estimated_tokens ref_id ref_version ref_digest "
+    "title path loc_kind loc_first loc_last retracted_from",
 )
 
 
@@ -281,6 +281,11 @@ def export_markdown(conn: Connection, pack_no: int, with_content: bool) -> str:
             lines += ["", f"### {i['id']}", "", f"Source: {i['source_uri']} (version {i['source_version']}, "
                       f"valid from {i['effective_from']}{' until ' + i['expires_on'] if i['expires_on'] else ''}, "
                       f"trust {i['trust']})"]
+            if i.get("path"):  # a document version: where its text stands
+                span = i["lines"] or i["pages"]
+                kind = "lines" if i["lines"] else "pages"
+                where = f", {kind} {span[0]}-{span[1]}" if span else ""
+                lines += ["", f"From {i['path']}{where}: {i['title']}"]
             if with_content:
                 body = i["content"]
                 fence = "`" * max(3, _longest_backtick_run(body) + 1)

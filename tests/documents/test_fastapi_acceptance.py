@@ -20,7 +20,7 @@ import tiktoken
 
 from tests import dbtools
 from tests.conftest import ROOT, ledger_json, run_ledger
-from tests.store.test_tokens import reference  # noqa: F401 - tiktoken, fed offline
+from tests.store.test_tokens import reference as reference  # tiktoken, fed offline
 
 DOCS = ROOT / "fixtures" / "docs"
 A, B = DOCS / "fastapi-cd9d093", DOCS / "fastapi-27c922c"
@@ -80,17 +80,40 @@ def history(module_backend: str, tmp_path_factory: pytest.TempPathFactory) -> di
     rules.write_text(RULES, encoding="utf-8")
     out: dict[str, Any] = {"db": db, "rules": str(rules)}
     out["a"] = ledger_json(
-        "ingest", str(A), "--rules", str(rules), "--source-version", A_COMMIT,
-        "--effective-from", A_DATE, db=db,
+        "ingest",
+        str(A),
+        "--rules",
+        str(rules),
+        "--source-version",
+        A_COMMIT,
+        "--effective-from",
+        A_DATE,
+        db=db,
     )
     # Locations are those of the newest snapshot: keep A's rows as A left them.
     out["a_rows"] = rows(db, "batch_seq = ?", (out["a"]["batch"],))
     run_ledger("subject", "grant", "default", "docs-read", "reference-read", db=db, check=True)
-    run_ledger("policy", "set", "--allow-trust", "approved-source", "--budget", "10000000", db=db, check=True)
+    run_ledger(
+        "policy",
+        "set",
+        "--allow-trust",
+        "approved-source",
+        "--budget",
+        "10000000",
+        db=db,
+        check=True,
+    )
     out["pack_before"] = ledger_json("build", "--as-of", "2026-01-15", db=db)
     out["b"] = ledger_json(
-        "ingest", str(B), "--rules", str(rules), "--source-version", B_COMMIT,
-        "--effective-from", B_DATE, db=db,
+        "ingest",
+        str(B),
+        "--rules",
+        str(rules),
+        "--source-version",
+        B_COMMIT,
+        "--effective-from",
+        B_DATE,
+        db=db,
     )
     out["pack_after"] = ledger_json("build", "--as-of", "2026-08-01", db=db)
     out["pack_early"] = ledger_json("build", "--as-of", "2026-01-15", db=db)
@@ -99,9 +122,25 @@ def history(module_backend: str, tmp_path_factory: pytest.TempPathFactory) -> di
 
 
 def rows(db: str, where: str = "1 = 1", params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-    cols = ("vid", "chunk_id", "source_version", "content", "title", "path", "loc_kind", "loc_first",
-            "loc_last", "estimated_tokens", "record_digest", "batch_seq", "source_uri", "effective_from")
-    got = dbtools.query(db, f"SELECT {', '.join(cols)} FROM chunk_versions WHERE {where} ORDER BY vid", params)
+    cols = (
+        "vid",
+        "chunk_id",
+        "source_version",
+        "content",
+        "title",
+        "path",
+        "loc_kind",
+        "loc_first",
+        "loc_last",
+        "estimated_tokens",
+        "record_digest",
+        "batch_seq",
+        "source_uri",
+        "effective_from",
+    )
+    got = dbtools.query(
+        db, f"SELECT {', '.join(cols)} FROM chunk_versions WHERE {where} ORDER BY vid", params
+    )
     return [dict(zip(cols, r, strict=True)) for r in got]
 
 
@@ -109,8 +148,9 @@ def current_ids(db: str) -> dict[str, list[str]]:
     """path -> the ids it holds after the newest snapshot (the incremental state)."""
     return {
         path: json.loads(ids)
-        for path, ids in dbtools.query(db, "SELECT path, chunk_ids FROM document_files WHERE source = ?",
-                                       ("fastapi-docs",))
+        for path, ids in dbtools.query(
+            db, "SELECT path, chunk_ids FROM document_files WHERE source = ?", ("fastapi-docs",)
+        )
     }
 
 
@@ -133,14 +173,21 @@ def check_snapshot(files: dict[str, bytes], versions: list[dict[str, Any]]) -> N
             assert first > skip
             if v["estimated_tokens"] > MAX_TOKENS:
                 body = v["content"].split("\n")
-                assert body[0].startswith("```") and body[-1].strip().startswith("```"), (path, first)
+                assert body[0].startswith("```") and body[-1].strip().startswith("```"), (
+                    path,
+                    first,
+                )
                 assert sum(line.startswith("```") for line in body) == 2, (path, first)
             covered.update(range(first, last + 1))
-        missing = [i for i, line in enumerate(lines, 1) if i > skip and line.strip() and i not in covered]
+        missing = [
+            i for i, line in enumerate(lines, 1) if i > skip and line.strip() and i not in covered
+        ]
         assert missing == [], (path, missing[:5])
 
 
-def test_first_snapshot_every_chunk_points_at_its_lines_and_covers_the_files(history: dict[str, Any]) -> None:
+def test_first_snapshot_every_chunk_points_at_its_lines_and_covers_the_files(
+    history: dict[str, Any],
+) -> None:
     a = history["a"]
     files = md_files(A)
     assert a["files"] == len(files) == 145
@@ -148,7 +195,9 @@ def test_first_snapshot_every_chunk_points_at_its_lines_and_covers_the_files(his
     stored = history["a_rows"]
     assert len(stored) == a["new"]
     check_snapshot(files, stored)
-    assert all(len(v["chunk_id"]) <= 64 and v["chunk_id"].startswith("fastapi-docs-") for v in stored)
+    assert all(
+        len(v["chunk_id"]) <= 64 and v["chunk_id"].startswith("fastapi-docs-") for v in stored
+    )
     assert {v["source_version"] for v in stored} == {A_COMMIT}
     cors = [v for v in stored if v["path"] == "tutorial/cors.md"]
     assert "CORS (Cross-Origin Resource Sharing) > Use CORSMiddleware" in [v["title"] for v in cors]
@@ -157,16 +206,23 @@ def test_first_snapshot_every_chunk_points_at_its_lines_and_covers_the_files(his
     )
 
 
-def test_token_counts_equal_tiktoken(history: dict[str, Any], reference: dict[str, tiktoken.Encoding]) -> None:  # noqa: F811
+def test_token_counts_equal_tiktoken(
+    history: dict[str, Any],
+    reference: dict[str, tiktoken.Encoding],  # noqa: F811 - the imported fixture
+) -> None:
     enc = reference["cl100k_base"]
     stored = rows(history["db"])
     assert len(stored) > 2000
     for v in stored:
-        assert v["estimated_tokens"] == len(enc.encode(v["content"], disallowed_special=())), v["chunk_id"]
+        assert v["estimated_tokens"] == len(enc.encode(v["content"], disallowed_special=())), v[
+            "chunk_id"
+        ]
 
 
-def test_second_snapshot_keeps_unchanged_sections_and_moves_their_lines(history: dict[str, Any]) -> None:
-    db, a, b = history["db"], history["a"], history["b"]
+def test_second_snapshot_keeps_unchanged_sections_and_moves_their_lines(
+    history: dict[str, Any],
+) -> None:
+    db, b = history["db"], history["b"]
     files_a, files_b = md_files(A), md_files(B)
     assert b["files"] == len(files_b) == 154
     assert b["parsed"] == 154 - 23  # the byte-identical files are hashed, not parsed
@@ -200,13 +256,16 @@ def test_second_snapshot_keeps_unchanged_sections_and_moves_their_lines(history:
 
 def _orjson(db: str) -> dict[str, Any]:
     (v,) = [
-        v for v in rows(db, "path = ?", ("advanced/custom-response.md",))
+        v
+        for v in rows(db, "path = ?", ("advanced/custom-response.md",))
         if v["title"].endswith("> Use ORJSONResponse")
     ]
     return v
 
 
-def test_removed_sections_are_retracted_from_the_second_snapshots_date(history: dict[str, Any]) -> None:
+def test_removed_sections_are_retracted_from_the_second_snapshots_date(
+    history: dict[str, Any],
+) -> None:
     db, b = history["db"], history["b"]
     held = {i for ids in current_ids(db).values() for i in ids}
     stored_ids = {v["chunk_id"] for v in rows(db)}
@@ -243,8 +302,12 @@ def test_why_evicted_diff_replay_and_verify_tell_the_retraction(history: dict[st
     after, before = history["pack_after"]["pack"], history["pack_before"]["pack"]
     why = ledger_json("why-evicted", orjson["chunk_id"], "--pack", str(after), db=db)
     (d,) = why["versions"][0]["decisions"]
-    assert d["reason"] == "retracted" and d["retraction"]["reason"].startswith("absent from snapshot 27c922c")
-    plain = run_ledger("why-evicted", orjson["chunk_id"], "--pack", str(after), db=db, check=True).stdout
+    assert d["reason"] == "retracted" and d["retraction"]["reason"].startswith(
+        "absent from snapshot 27c922c"
+    )
+    plain = run_ledger(
+        "why-evicted", orjson["chunk_id"], "--pack", str(after), db=db, check=True
+    ).stdout
     assert f"retracted it from {B_DATE}" in plain and "absent from snapshot" in plain
     diff = ledger_json("diff", str(before), str(after), db=db)
     (change,) = [c for c in diff["changes"] if c["id"] == orjson["chunk_id"]]
@@ -256,13 +319,29 @@ def test_why_evicted_diff_replay_and_verify_tell_the_retraction(history: dict[st
     assert verified["ok"] is True and verified["first_bad"] is None
 
 
-def test_an_unchanged_second_run_parses_nothing_and_records_no_entry(history: dict[str, Any]) -> None:
+def test_an_unchanged_second_run_parses_nothing_and_records_no_entry(
+    history: dict[str, Any],
+) -> None:
     db = history["db"]
     head = run_ledger("head", db=db, check=True).stdout
     again = ledger_json(
-        "ingest", str(B), "--rules", history["rules"], "--source-version", B_COMMIT,
-        "--effective-from", B_DATE, db=db,
+        "ingest",
+        str(B),
+        "--rules",
+        history["rules"],
+        "--source-version",
+        B_COMMIT,
+        "--effective-from",
+        B_DATE,
+        db=db,
     )
-    assert again == {"batch": None, "read": history["b"]["read"], "new": 0,
-                     "unchanged": history["b"]["read"], "files": 154, "retracted": 0, "parsed": 0}
+    assert again == {
+        "batch": None,
+        "read": history["b"]["read"],
+        "new": 0,
+        "unchanged": history["b"]["read"],
+        "files": 154,
+        "retracted": 0,
+        "parsed": 0,
+    }
     assert run_ledger("head", db=db, check=True).stdout == head

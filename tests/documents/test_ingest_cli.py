@@ -64,7 +64,9 @@ def write_corpus(root: Path) -> None:
         "# API\n\n## Example\n\none\n\n## Example\n\ntwo\n\n## Empty\n## After\n\nthree\n",
         encoding="utf-8",
     )
-    (root / "guide" / "crlf.md").write_bytes(b"# Windows\r\n\r\nLine one.\r\n\r\n## Part\r\n\r\nTwo.\r\n")
+    (root / "guide" / "crlf.md").write_bytes(
+        b"# Windows\r\n\r\nLine one.\r\n\r\n## Part\r\n\r\nTwo.\r\n"
+    )
     (root / "guide" / "bom.md").write_bytes(b"\xef\xbb\xbf# With BOM\n\nText.\n")
     (root / "guide" / "same-a.md").write_text("# Shared\n\nThe same words.\n", encoding="utf-8")
     (root / "guide" / "same-b.md").write_text("# Shared\n\nThe  same words.\n", encoding="utf-8")
@@ -91,8 +93,12 @@ def kb(tmp_path: Path, new_db: Callable[[str], str]) -> dict[str, Any]:
     return {"db": new_db("docs"), "root": root, "rules": rules, "tmp": tmp_path}
 
 
-def ingest(kb: dict[str, Any], *extra: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return run_ledger("ingest", str(path or kb["root"]), "--rules", str(kb["rules"]), *extra, db=kb["db"])
+def ingest(
+    kb: dict[str, Any], *extra: str, path: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return run_ledger(
+        "ingest", str(path or kb["root"]), "--rules", str(kb["rules"]), *extra, db=kb["db"]
+    )
 
 
 def chunks(db: str) -> dict[str, dict[str, Any]]:
@@ -111,8 +117,13 @@ def test_the_hostile_corpus_is_stored_with_titles_paths_and_lines(kb: dict[str, 
     assert ("guide/fences.md", "Code > Open") in by_title
     assert not any("not a heading" in t or "unclosed" in t for _p, t in by_title)
     dupes = sorted(c["id"] for c in got.values() if c["path"] == "guide/dupes.md")
-    assert dupes == ["kb-guide-dupes--api", "kb-guide-dupes--api-after", "kb-guide-dupes--api-empty",
-                     "kb-guide-dupes--api-example", "kb-guide-dupes--api-example-2"]
+    assert dupes == [
+        "kb-guide-dupes--api",
+        "kb-guide-dupes--api-after",
+        "kb-guide-dupes--api-empty",
+        "kb-guide-dupes--api-example",
+        "kb-guide-dupes--api-example-2",
+    ]
     assert by_title[("guide/crlf.md", "Windows > Part")]["lines"] == [5, 7]
     assert ("guide/bom.md", "With BOM") in by_title
     assert by_title[("page.html", "Top > Sub")]["id"] == "kb-page--top-sub"
@@ -125,15 +136,23 @@ def test_the_hostile_corpus_is_stored_with_titles_paths_and_lines(kb: dict[str, 
     # The rules, never the text, decide the metadata.
     keys = got["kb-security-keys--keys"]
     assert (keys["section"], keys["required_permission"], keys["priority"], keys["required"]) == (
-        "policy", "security-read", 80, True)
+        "policy",
+        "security-read",
+        80,
+        True,
+    )
     assert keys["dedupe_key"] == keys["id"]
     # dedupe = "content": the same normalized text shares a key.
     shared = [c for c in got.values() if c["path"] in ("guide/same-a.md", "guide/same-b.md")]
-    assert len(shared) == 2 and shared[0]["dedupe_key"] == shared[1]["dedupe_key"] != shared[0]["id"]
+    assert (
+        len(shared) == 2 and shared[0]["dedupe_key"] == shared[1]["dedupe_key"] != shared[0]["id"]
+    )
     assert ledger_json("verify", db=kb["db"])["ok"] is True
 
 
-def _refused(kb: dict[str, Any], proc: subprocess.CompletedProcess[str], before: Any, *words: str) -> None:
+def _refused(
+    kb: dict[str, Any], proc: subprocess.CompletedProcess[str], before: Any, *words: str
+) -> None:
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
@@ -174,7 +193,9 @@ def test_bad_input_is_refused_by_name_and_the_database_is_unchanged(
     elif case == "scanned-pdf":
         (root / "scan.pdf").write_bytes(make_pdf([["Text."], []]))
     elif case == "unknown-key":
-        kb["rules"].write_text(RULES.replace("snapshot = true", "snapshots = true"), encoding="utf-8")
+        kb["rules"].write_text(
+            RULES.replace("snapshot = true", "snapshots = true"), encoding="utf-8"
+        )
     elif case == "rule-matches-nothing":
         (root / "security" / "keys.md").unlink()
         (root / "security").rmdir()
@@ -188,12 +209,16 @@ def test_bad_input_is_refused_by_name_and_the_database_is_unchanged(
 
 def test_a_changed_text_under_the_same_version_is_refused(kb: dict[str, Any]) -> None:
     assert ingest(kb).returncode == 0
-    (kb["root"] / "notes.txt").write_text("first paragraph, edited\n\nsecond paragraph\n", encoding="utf-8")
+    (kb["root"] / "notes.txt").write_text(
+        "first paragraph, edited\n\nsecond paragraph\n", encoding="utf-8"
+    )
     before = dbtools.snapshot(kb["db"])
     _refused(kb, ingest(kb), before, "notes.txt:1", "kb-notes", "versions are immutable")
 
 
-def test_snapshot_runs_retract_what_is_gone_and_an_unchanged_run_writes_nothing(kb: dict[str, Any]) -> None:
+def test_snapshot_runs_retract_what_is_gone_and_an_unchanged_run_writes_nothing(
+    kb: dict[str, Any],
+) -> None:
     db = kb["db"]
     first = json.loads(ingest(kb, "--json").stdout)
     head = ledger_json("head", db=db)
@@ -208,7 +233,9 @@ def test_snapshot_runs_retract_what_is_gone_and_an_unchanged_run_writes_nothing(
     (kb["root"] / "guide" / "setext.md").write_text(
         "\n\nGuide\n=====\n\nIntro.\n\nInstall\n-------\n\nRun pip.\n", encoding="utf-8"
     )
-    third = json.loads(ingest(kb, "--json", "--source-version", "v2", "--effective-from", "2026-03-01").stdout)
+    third = json.loads(
+        ingest(kb, "--json", "--source-version", "v2", "--effective-from", "2026-03-01").stdout
+    )
     assert third["parsed"] == 2 and third["files"] == 11
     gone = {"kb-notes", "kb-guide-dupes--api-example-2"}
     assert third["retracted"] == len(gone) and third["new"] == 1
@@ -217,17 +244,32 @@ def test_snapshot_runs_retract_what_is_gone_and_an_unchanged_run_writes_nothing(
     assert got["kb-guide-setext--guide-install"]["source_version"] == "v1"
     assert {r[0] for r in dbtools.query(db, "SELECT chunk_id FROM retractions")} == gone
     run_ledger("subject", "grant", "default", "kb-read", "security-read", db=db, check=True)
-    run_ledger("policy", "set", "--allow-trust", "approved-source", "--allow-trust",
-               "application-policy", "--budget", "100000", db=db, check=True)
+    run_ledger(
+        "policy",
+        "set",
+        "--allow-trust",
+        "approved-source",
+        "--allow-trust",
+        "application-policy",
+        "--budget",
+        "100000",
+        db=db,
+        check=True,
+    )
     late = ledger_json("build", "--as-of", "2026-03-01", db=db)
     reasons = {e["id"]: (e["reason"], e["detail"]) for e in late["evicted"]}
     for chunk_id in gone:
-        assert reasons[chunk_id] == ("retracted", {"from": "2026-03-01", "entry": third["batch"] + 1})
+        assert reasons[chunk_id] == (
+            "retracted",
+            {"from": "2026-03-01", "entry": third["batch"] + 1},
+        )
     early = ledger_json("build", "--as-of", "2026-02-28", db=db)
     assert gone <= {a["id"] for a in early["admitted"]}
     # A section that comes back is a new version, not retracted.
     (kb["root"] / "notes.txt").write_text("first paragraph\n\nsecond paragraph\n", encoding="utf-8")
-    back = json.loads(ingest(kb, "--json", "--source-version", "v3", "--effective-from", "2026-04-01").stdout)
+    back = json.loads(
+        ingest(kb, "--json", "--source-version", "v3", "--effective-from", "2026-04-01").stdout
+    )
     assert back["new"] == 1 and back["retracted"] == 0
     later = ledger_json("build", "--as-of", "2026-04-01", db=db)
     assert "kb-notes" in {a["id"] for a in later["admitted"]}
@@ -246,14 +288,31 @@ def test_retract_by_hand_and_its_refusals(kb: dict[str, Any]) -> None:
     bad = run_ledger("retract", "kb-notes", "--from", "May 1", db=db)
     assert bad.returncode == 1 and "--from" in bad.stderr and dbtools.snapshot(db) == before
     done = ledger_json("retract", "kb-notes", "--from", "2026-05-01", "--reason", "obsolete", db=db)
-    assert done == {"entry": before.head[0] + 1, "ids": ["kb-notes"], "from": "2026-05-01",
-                    "reason": "obsolete"}
+    assert done == {
+        "entry": before.head[0] + 1,
+        "ids": ["kb-notes"],
+        "from": "2026-05-01",
+        "reason": "obsolete",
+    }
     run_ledger("subject", "grant", "default", "kb-read", "security-read", db=db, check=True)
-    run_ledger("policy", "set", "--allow-trust", "approved-source", "--allow-trust",
-               "application-policy", "--budget", "100000", db=db, check=True)
+    run_ledger(
+        "policy",
+        "set",
+        "--allow-trust",
+        "approved-source",
+        "--allow-trust",
+        "application-policy",
+        "--budget",
+        "100000",
+        db=db,
+        check=True,
+    )
     pack = ledger_json("build", "--as-of", "2026-05-01", db=db)
     (ev,) = [e for e in pack["evicted"] if e["id"] == "kb-notes"]
-    assert (ev["reason"], ev["detail"]) == ("retracted", {"from": "2026-05-01", "entry": done["entry"]})
+    assert (ev["reason"], ev["detail"]) == (
+        "retracted",
+        {"from": "2026-05-01", "entry": done["entry"]},
+    )
     assert (ev["title"], ev["path"], ev["lines"]) == ("notes.txt", "notes.txt", [1, 3])
     shown = ledger_json("show", str(pack["pack"]), db=db)
     assert {e["id"]: e["reason"] for e in shown["evicted"]}["kb-notes"] == "retracted"
@@ -272,7 +331,9 @@ def test_a_tampered_title_breaks_the_record_digest(kb: dict[str, Any]) -> None:
     db = kb["db"]
     assert ingest(kb).returncode == 0
     with dbtools.connect(db) as con:
-        dbtools.execute(con, db, "UPDATE chunk_versions SET title = 'Forged' WHERE chunk_id = 'kb-notes'")
+        dbtools.execute(
+            con, db, "UPDATE chunk_versions SET title = 'Forged' WHERE chunk_id = 'kb-notes'"
+        )
     result = json.loads(run_ledger("verify", "--json", db=db).stdout)
     assert result["ok"] is False and "record digest" in result["first_bad"]["why"]
     assert result["first_bad"]["seq"] == 1
@@ -282,13 +343,20 @@ def test_version_and_date_from_git(tmp_path: Path, new_db: Callable[[str], str])
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)
     (repo / "docs" / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-           "GIT_COMMITTER_DATE": "2026-05-04T10:00:00+00:00", "GIT_AUTHOR_DATE": "2026-05-04T10:00:00+00:00"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_COMMITTER_DATE": "2026-05-04T10:00:00+00:00",
+        "GIT_AUTHOR_DATE": "2026-05-04T10:00:00+00:00",
+    }
     for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "docs"]):
         subprocess.run(["git", "-C", str(repo), *args], check=True, env=env, capture_output=True)
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
-                            capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     rules = tmp_path / "rules.toml"
     rules.write_text(
         '[source]\nname = "kb"\nuri = "https://kb.example/{version}/{path}"\n'
@@ -308,3 +376,32 @@ def test_version_and_date_from_git(tmp_path: Path, new_db: Callable[[str], str])
     dirty = run_ledger("ingest", str(repo / "docs"), "--rules", str(rules), db=db)
     assert dirty.returncode == 1 and "uncommitted changes" in dirty.stderr
     assert dbtools.snapshot(db) == before
+
+
+def test_progress_goes_to_a_terminal_on_stderr_only(kb: dict[str, Any]) -> None:
+    """Files and chunks done on a terminal's stderr; stdout stays the data alone."""
+    import pty
+    import sys
+
+    leader, follower = pty.openpty()
+    cmd = [sys.executable, "-m", "ledger_cli", "--db", kb["db"], "ingest", str(kb["root"]),
+           "--rules", str(kb["rules"]), "--json"]
+    env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=follower, env=env, timeout=300)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            part = os.read(leader, 65536)
+        except OSError:
+            break
+        if not part:
+            break
+        shown += part
+    os.close(leader)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["files"] == 12  # stdout: the JSON alone
+    assert b"ingest: " in shown and b"files," in shown and b"chunks" in shown
+    # Not a terminal: nothing but the data.
+    quiet = run_ledger("ingest", str(kb["root"]), "--rules", str(kb["rules"]), "--json", db=kb["db"])
+    assert quiet.stderr == ""

@@ -45,7 +45,12 @@ def test_atx_and_setext_headings_make_a_heading_path_with_lines() -> None:
     assert out[1].text == "Install\n-------\n\nRun pip."
     ids = assign_ids("kb", out)
     # The explicit anchor names the third section; the others slug their text.
-    assert ids == ["kb-doc--guide", "kb-doc--guide-install", "kb-doc--guide-install-extras", "kb-doc--other"]
+    assert ids == [
+        "kb-doc--guide",
+        "kb-doc--guide-install",
+        "kb-doc--guide-install-extras",
+        "kb-doc--other",
+    ]
 
 
 def test_headings_inside_fences_are_text_and_an_unclosed_fence_runs_to_the_end() -> None:
@@ -60,7 +65,10 @@ def test_headings_inside_fences_are_text_and_an_unclosed_fence_runs_to_the_end()
 
 
 def test_front_matter_is_skipped_and_html_blocks_are_kept() -> None:
-    data = b"---\ntitle: Secret meta\nowner: x\n---\n\n# Page\n\n<div class=\"note\">\n<b>Hi</b>\n</div>\n"
+    data = (
+        b"---\ntitle: Secret meta\nowner: x\n---\n\n"
+        b'# Page\n\n<div class="note">\n<b>Hi</b>\n</div>\n'
+    )
     out = chunks_of(data)
     assert len(out) == 1 and out[0].location == (6, 10)
     assert "Secret meta" not in out[0].text and "<b>Hi</b>" in out[0].text
@@ -73,7 +81,12 @@ def test_duplicate_headings_in_one_file_get_distinct_stable_ids() -> None:
     data = b"# API\n\n## Example\n\nfirst\n\n## Example\n\nsecond\n\n## Example\n\nthird\n"
     out = chunks_of(data)
     ids = assign_ids("kb", out)
-    assert ids == ["kb-doc--api", "kb-doc--api-example", "kb-doc--api-example-2", "kb-doc--api-example-3"]
+    assert ids == [
+        "kb-doc--api",
+        "kb-doc--api-example",
+        "kb-doc--api-example-2",
+        "kb-doc--api-example-3",
+    ]
     assert assign_ids("kb", chunks_of(data)) == ids  # the same files give the same ids
 
 
@@ -112,7 +125,18 @@ def test_broken_files_are_refused_by_name(data: bytes, message: str) -> None:
 
 
 def _paragraph(rnd: random.Random, words: int) -> str:
-    vocab = ["ledger", "chunk", "token", "FastAPI", "request", "model", "über", "日本", "x=1", "(a)"]
+    vocab = [
+        "ledger",
+        "chunk",
+        "token",
+        "FastAPI",
+        "request",
+        "model",
+        "über",
+        "日本",
+        "x=1",
+        "(a)",
+    ]
     return " ".join(rnd.choice(vocab) for _ in range(words))
 
 
@@ -151,7 +175,9 @@ def test_a_section_over_the_limit_splits_on_paragraphs_and_keeps_a_small_fence_w
     assert len(out) > 1 and all(c.title == "Big" for c in out)
     assert sum(fence in c.text for c in out) == 1  # the fence is in one piece
     ids = assign_ids("kb", out)
-    assert ids[0] == "kb-doc--big" and ids[1:] == [f"kb-doc--big-p{i}" for i in range(2, len(out) + 1)]
+    assert ids[0] == "kb-doc--big" and ids[1:] == [
+        f"kb-doc--big-p{i}" for i in range(2, len(out) + 1)
+    ]
 
 
 def test_plain_text_splits_at_blank_lines() -> None:
@@ -165,7 +191,7 @@ def test_plain_text_splits_at_blank_lines() -> None:
 def test_html_headings_are_structure_and_scripts_and_styles_are_dropped() -> None:
     data = (
         b"<html><head><title>T</title><style>h1 {color: red}</style></head>\n<body>\n"
-        b"<h1 id=\"intro\">Intro &amp; more</h1>\n<p>First\n   paragraph.</p>\n"
+        b'<h1 id="intro">Intro &amp; more</h1>\n<p>First\n   paragraph.</p>\n'
         b"<script>var secret = 1;</script>\n<h2>Details</h2>\n<ul><li>one</li><li>two</li></ul>\n"
         b"<pre>  code\n    indented</pre>\n</body></html>\n"
     )
