@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
+from ledger_cli.common import byte_progress, echo_json, json_option, pass_ledger, render_table
 
-from ledger_cli.common import byte_progress, echo_json, json_option, open_ledger
-from ledger_cli.main import Settings, pass_settings
+if TYPE_CHECKING:
+    from ledger.api import Ledger
 
 
 @click.command("ingest")
@@ -30,9 +32,9 @@ from ledger_cli.main import Settings, pass_settings
               help="With --format transcript: chunk ids are PREFIX + e001, ... (default: the file's "
                    "name, e.g. chat- for chat.jsonl).")
 @json_option
-@pass_settings
+@pass_ledger
 def ingest_command(
-    settings: Settings, files: tuple[str, ...], fmt: str, priorities: str | None,
+    lg: Ledger, files: tuple[str, ...], fmt: str, priorities: str | None,
     id_prefix: str | None, as_json: bool,
 ) -> None:
     """Store chunk versions: all or nothing per run, one ingest entry in the chain.
@@ -45,17 +47,11 @@ def ingest_command(
     ledger ingest --json exports/*.jsonl
     ledger ingest --format transcript chat.jsonl --priorities chat.priorities.json
     """
-    from ledger.api import ingest_files as ingest
-
-    engine = open_ledger(settings)
     total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
-    try:
-        with byte_progress(total, "ingest") as progress:
-            summary = ingest(
-                engine, list(files), fmt, progress=progress, priorities=priorities, id_prefix=id_prefix
-            )
-    finally:
-        engine.dispose()
+    with byte_progress(total, "ingest") as progress:
+        summary = lg.ingest_paths(
+            files, format=fmt, progress=progress, priorities=priorities, id_prefix=id_prefix
+        )
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)
     if as_json:
@@ -70,26 +66,19 @@ def ingest_command(
 @click.command("chunks")
 @click.option("--id", "chunk_id", metavar="ID", help="Only the versions of this chunk id.")
 @json_option
-@pass_settings
-def chunks_command(settings: Settings, chunk_id: str | None, as_json: bool) -> None:
+@pass_ledger
+def chunks_command(lg: Ledger, chunk_id: str | None, as_json: bool) -> None:
     """List stored chunk versions with their digests (never their bodies).
 
     \b
     ledger chunks
     ledger chunks --id refund-policy --json
     """
-    from ledger.store.engine import read_transaction
-    from ledger.store.versions import list_versions
-
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            rows = list_versions(conn, chunk_id)
-    finally:
-        engine.dispose()
+    listing = lg.chunks(chunk_id)
     if as_json:
-        echo_json({"chunks": rows})
+        echo_json(listing.to_json())
         return
+    rows = listing.chunks
     if not rows:
         which = f" for id '{chunk_id}'" if chunk_id else ""
         click.echo(f"no chunk versions stored{which}", err=True)
@@ -109,13 +98,3 @@ def chunks_command(settings: Settings, chunk_id: str | None, as_json: bool) -> N
         for r in rows
     ]
     click.echo(render_table(header, table))
-
-
-def render_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    """A plain aligned text table."""
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    for r in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    return "\n".join(lines)
