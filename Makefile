@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job, end to end on an embedded SQLite file, with readable output.
-LEDGER := $(BIN)/ledger --db $(DEMO)/ledger.store.engine
+LEDGER := $(BIN)/ledger --db $(DEMO)/ledger.db
 demo: $(STAMP)
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== ledger init"; $(LEDGER) init

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
+from ledger_cli.common import echo_json, json_option, pass_ledger
 
-from ledger_cli.common import echo_json, json_option, open_ledger
-from ledger_cli.main import Settings, pass_settings
+if TYPE_CHECKING:
+    from ledger.api import Ledger
 
 
 @click.command("why-evicted")
@@ -16,8 +18,8 @@ from ledger_cli.main import Settings, pass_settings
 @click.option("--hints", type=click.Choice(["newest", "all", "none"]), default="newest", show_default=True,
               help="Compute what would have admitted it for the newest eviction of each version, every eviction, or none.")
 @json_option
-@pass_settings
-def why_evicted_command(settings: Settings, ref: str, pack_ref: str | None, hints: str, as_json: bool) -> None:
+@pass_ledger
+def why_evicted_command(lg: Ledger, ref: str, pack_ref: str | None, hints: str, as_json: bool) -> None:
     """Why did the agent not know X? Every pack that considered it, newest first.
 
     REF is a chunk id, a content or record digest, or a unique hex prefix (8+).
@@ -29,17 +31,8 @@ def why_evicted_command(settings: Settings, ref: str, pack_ref: str | None, hint
     ledger why-evicted 3fa2c1d9 --pack 2 --json
     """
     from ledger.core.reasons import describe_hint, short_detail, why_evicted_sentence
-    from ledger.store.audit import why_evicted
-    from ledger.store.engine import read_transaction
-    from ledger.store.packs import resolve_pack
 
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            pack_no = resolve_pack(conn, pack_ref) if pack_ref else None
-            result = why_evicted(conn, ref, pack_no, hints)
-    finally:
-        engine.dispose()
+    result = lg.why_evicted(ref, pack_ref, hints).to_json()
     if as_json:
         echo_json(result)
         return
@@ -62,8 +55,8 @@ def why_evicted_command(settings: Settings, ref: str, pack_ref: str | None, hint
 @click.argument("pack_a")
 @click.argument("pack_b")
 @json_option
-@pass_settings
-def diff_command(settings: Settings, pack_a: str, pack_b: str, as_json: bool) -> None:
+@pass_ledger
+def diff_command(lg: Ledger, pack_a: str, pack_b: str, as_json: bool) -> None:
     """What entered, left, changed version or reason between two packs, and why.
 
     Compared per chunk id (its admitted version, else its newest considered one).
@@ -72,16 +65,7 @@ def diff_command(settings: Settings, pack_a: str, pack_b: str, as_json: bool) ->
     ledger diff 1 2
     ledger diff 1 2 --json
     """
-    from ledger.store.audit import diff
-    from ledger.store.engine import read_transaction
-    from ledger.store.packs import resolve_pack
-
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            result = diff(conn, resolve_pack(conn, pack_a), resolve_pack(conn, pack_b))
-    finally:
-        engine.dispose()
+    result = lg.diff(pack_a, pack_b).to_json()
     if as_json:
         echo_json(result)
         return
@@ -104,8 +88,8 @@ def _state(s: dict[str, object]) -> str:
 @click.command("verify")
 @click.option("--checkpoint", metavar="SEQ:HASH", help="Also prove the ledger still extends this `ledger head`.")
 @json_option
-@pass_settings
-def verify_command(settings: Settings, checkpoint: str | None, as_json: bool) -> None:
+@pass_ledger
+def verify_command(lg: Ledger, checkpoint: str | None, as_json: bool) -> None:
     """Recompute every digest and the hash chain; name the first bad entry (exit 4).
 
     \b
@@ -114,18 +98,8 @@ def verify_command(settings: Settings, checkpoint: str | None, as_json: bool) ->
     """
     import time
 
-    from ledger.store.audit import parse_checkpoint, verify
-    from ledger.store.engine import read_transaction
-
-    if checkpoint is not None:
-        parse_checkpoint(checkpoint)
-    engine = open_ledger(settings)
     started = time.perf_counter()
-    try:
-        with read_transaction(engine) as conn:
-            result = verify(conn, checkpoint)
-    finally:
-        engine.dispose()
+    result = lg.verify(checkpoint)
     elapsed = time.perf_counter() - started
     if as_json:
         echo_json(result.to_json())
@@ -141,34 +115,26 @@ def verify_command(settings: Settings, checkpoint: str | None, as_json: bool) ->
 
 @click.command("head")
 @json_option
-@pass_settings
-def head_command(settings: Settings, as_json: bool) -> None:
+@pass_ledger
+def head_command(lg: Ledger, as_json: bool) -> None:
     """Print the newest entry as a checkpoint SEQ:HASH (keep it; verify against it later).
 
     \b
     ledger head > checkpoint.txt
     ledger verify --checkpoint "$(cat checkpoint.txt)"
     """
-    from ledger.store.chain import read_head
-    from ledger.store.engine import read_transaction
-
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            head = read_head(conn)
-    finally:
-        engine.dispose()
+    head = lg.head()
     if as_json:
-        echo_json({"seq": head.seq, "hash": head.entry_hash, "checkpoint": head.checkpoint()})
+        echo_json(head.to_json())
     else:
-        click.echo(head.checkpoint())
+        click.echo(head.checkpoint)
 
 
 @click.command("replay")
 @click.argument("pack")
 @json_option
-@pass_settings
-def replay_command(settings: Settings, pack: str, as_json: bool) -> None:
+@pass_ledger
+def replay_command(lg: Ledger, pack: str, as_json: bool) -> None:
     """Rebuild a pack from the ledger as it stood then; exit 0 if identical, 4 if not.
 
     Uses the pack's recorded grants, policy, budget, counter and ledger mark.
@@ -176,16 +142,7 @@ def replay_command(settings: Settings, pack: str, as_json: bool) -> None:
     \b
     ledger replay 1
     """
-    from ledger.store.audit import replay
-    from ledger.store.engine import read_transaction
-    from ledger.store.packs import resolve_pack
-
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            result = replay(conn, resolve_pack(conn, pack))
-    finally:
-        engine.dispose()
+    result = lg.replay(pack)
     if as_json:
         echo_json(result.to_json())
     elif result.identical:

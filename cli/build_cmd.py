@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+from ledger_cli.common import echo_json, json_option, pass_ledger
 
-from ledger_cli.common import echo_json, json_option, open_ledger
-from ledger_cli.main import Settings, pass_settings
+if TYPE_CHECKING:
+    from ledger.api import Ledger
 
 
 @click.command("build")
@@ -30,9 +30,9 @@ from ledger_cli.main import Settings, pass_settings
 @click.option("--priorities", type=click.Path(dir_okay=False), metavar="SIDECAR.json",
               help="With --transcript: the priorities sidecar it was ingested with.")
 @json_option
-@pass_settings
+@pass_ledger
 def build_command(
-    settings: Settings, as_of: str | None, subject: str, budget: int | None, counter: str,
+    lg: Ledger, as_of: str | None, subject: str, budget: int | None, counter: str,
     ledger_at: int | None, batch: str | None, keep_going: bool, transcript: str | None,
     priorities: str | None, as_json: bool,
 ) -> None:
@@ -49,7 +49,7 @@ def build_command(
     ledger build --transcript chat.jsonl --priorities chat.priorities.json --budget 20000
     """
     if transcript is not None:
-        _build_transcript(settings, transcript, priorities, budget, subject, ledger_at, as_of, batch, as_json)
+        _build_transcript(lg, transcript, priorities, budget, subject, ledger_at, as_of, batch, as_json)
         return
     if priorities is not None:
         raise click.UsageError("--priorities goes with --transcript")
@@ -66,44 +66,28 @@ def build_command(
             raise click.UsageError(
                 f"--batch takes subject, as_of and budget from its lines; drop {'/'.join(given)}"
             )
-        _run_batch(settings, batch, counter, keep_going, as_json)
+        _run_batch(lg, batch, counter, keep_going, as_json)
         return
     if keep_going:
         raise click.UsageError("--keep-going goes with --batch")
     if as_of is None:
         raise click.UsageError("missing --as-of DATE (or --batch FILE.jsonl)")
-    from ledger.store.build import build_pack
-
-    _record_and_print(
-        settings, lambda engine: build_pack(engine, as_of, subject, budget, counter, ledger_at), as_json
-    )
+    _print_pack(lg.build(as_of, subject, budget, counter=counter, ledger_at=ledger_at), as_json)
 
 
-def _record_and_print(settings: Settings, record: Callable[[Any], int], as_json: bool) -> None:
-    """Run one recording function on the ledger and print the pack it recorded."""
-    from ledger.store.engine import read_transaction
-    from ledger.store.packs import pack_json
+def _print_pack(pack: Any, as_json: bool) -> None:
     from ledger_cli.packs_cmd import render_pack
 
-    engine = open_ledger(settings)
-    try:
-        pack_no = record(engine)
-        with read_transaction(engine) as conn:
-            data = pack_json(conn, pack_no)
-    finally:
-        engine.dispose()
     if as_json:
-        echo_json(data)
+        echo_json(pack.to_json())
     else:
-        click.echo(render_pack(data))
+        click.echo(render_pack(pack.to_json()))
 
 
 def _build_transcript(
-    settings: Settings, source: str, priorities: str | None, budget: int | None, subject: str,
+    lg: Ledger, source: str, priorities: str | None, budget: int | None, subject: str,
     ledger_at: int | None, as_of: str | None, batch: str | None, as_json: bool,
 ) -> None:
-    from ledger.api import build_transcript
-
     if as_of is not None or batch is not None:
         raise click.UsageError("--transcript builds one continuation: drop --as-of/--batch")
     if budget is None:
@@ -111,35 +95,25 @@ def _build_transcript(
     ctx = click.get_current_context()
     if ctx.get_parameter_source("subject") == click.core.ParameterSource.DEFAULT:
         subject = "transcript"
-    _record_and_print(
-        settings,
-        lambda engine: build_transcript(engine, source, priorities, budget, subject, ledger_at),
-        as_json,
-    )
+    pack = lg.build_transcript(source, priorities, budget=budget, subject=subject, ledger_at=ledger_at)
+    _print_pack(pack, as_json)
 
 
-def _run_batch(settings: Settings, path: str, counter: str, keep_going: bool, as_json: bool) -> None:
-    from ledger.store.batch import run_batch
+def _run_batch(lg: Ledger, path: str, counter: str, keep_going: bool, as_json: bool) -> None:
+    from ledger.api import read_batch_lines
 
-    engine = open_ledger(settings)
-    try:
-        with open(path, "rb") as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise click.ClickException(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        show = sys.stderr.isatty() and len(lines) > 1
-        if show:
-            with click.progressbar(length=len(lines), label="build", file=sys.stderr) as bar:
-                result = run_batch(engine, path, lines, counter, keep_going, progress=bar.update)
-        else:
-            result = run_batch(engine, path, lines, counter, keep_going)
-    finally:
-        engine.dispose()
-    for where, message in result.failed:
-        click.echo(f"error: {where}: {message}", err=True)
+    lines = read_batch_lines(path)
+    if sys.stderr.isatty() and len(lines) > 1:
+        with click.progressbar(length=len(lines), label="build", file=sys.stderr) as bar:
+            result = lg.build_batch(
+                path, counter=counter, keep_going=keep_going, progress=bar.update, lines=lines
+            )
+    else:
+        result = lg.build_batch(path, counter=counter, keep_going=keep_going, lines=lines)
+    for failure in result.failed:
+        click.echo(f"error: {failure['line']}: {failure['error']}", err=True)
     if as_json:
-        echo_json({"packs": result.packs, "failed": [{"line": w, "error": m} for w, m in result.failed]})
+        echo_json(result.to_json())
     else:
         for p in result.packs:
             click.echo(f"pack {p['pack']}: {p['subject']} as of {p['as_of']}: used {p['used']} of {p['budget']}")

@@ -1,4 +1,4 @@
-"""What the database commands share: opening the ledger, JSON output, progress."""
+"""What the database commands share: the Ledger, JSON output, progress."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import update_wrapper
 from typing import Any
 
 import click
-
 from ledger_cli.main import Settings
 
 json_option = click.option(
@@ -17,23 +17,41 @@ json_option = click.option(
 )
 
 
+def pass_ledger(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Call the command with the `ledger.Ledger` of --db as its first argument."""
+
+    @click.pass_context
+    def new_func(ctx: click.Context, /, *args: Any, **kwargs: Any) -> Any:
+        settings = ctx.find_object(Settings)
+        if settings is None:  # only when a command is invoked outside the group
+            raise click.UsageError("no --db settings; run this command through `ledger`")
+        return f(settings.ledger(ctx), *args, **kwargs)
+
+    return update_wrapper(new_func, f)
+
+
 def echo_json(data: Any) -> None:
     """SPEC: data alone on stdout, keys sorted, stable order."""
     click.echo(json.dumps(data, sort_keys=True, ensure_ascii=False, indent=2))
 
 
-def open_ledger(settings: Settings):  # type: ignore[no-untyped-def]
-    """The engine of the ledger named by --db, checked to be initialized and current."""
-    from ledger.store.engine import open_engine
-
-    return open_engine(settings.url)
-
-
 @contextmanager
-def byte_progress(total: int, label: str, threshold: int = 8 << 20) -> Iterator[Callable[[int], None] | None]:
+def byte_progress(
+    total: int, label: str, threshold: int = 8 << 20
+) -> Iterator[Callable[[int], None] | None]:
     """A progress bar on stderr for large inputs, only when stderr is a terminal."""
     if total < threshold or not sys.stderr.isatty():
         yield None
         return
     with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
         yield bar.update
+
+
+def render_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    """A plain aligned text table."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return "\n".join(lines)

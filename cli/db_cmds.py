@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-
 from ledger_cli.main import Settings, pass_settings
 
 
@@ -25,17 +24,11 @@ def init_command(settings: Settings) -> None:
     \b
     ledger --db team.db init
     """
-    from ledger.store.engine import check_database, make_engine, sqlite_path
-    from ledger.store.migrate import upgrade_database
+    from ledger.api import init
 
-    engine = make_engine(settings.url, create=True)
-    try:
-        check_database(engine, settings.url)
-        result = upgrade_database(engine)
-    finally:
-        engine.dispose()
+    result = init(settings.db)
     before, after = result.before, result.after
-    where = sqlite_path(settings.url) or "the database"
+    where = result.database or "the database"
     if result.backup is not None:
         click.echo(f"{where}: backed up schema {before} to {result.backup}", err=True)
     if before == after:

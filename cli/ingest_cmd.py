@@ -7,11 +7,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import click
+from ledger_cli.common import byte_progress, echo_json, json_option, pass_ledger, render_table
 
-from ledger_cli.common import byte_progress, echo_json, json_option, open_ledger
-from ledger_cli.main import Settings, pass_settings
+if TYPE_CHECKING:
+    from ledger.api import Ledger
 
 
 @click.command("ingest")
@@ -41,9 +43,9 @@ from ledger_cli.main import Settings, pass_settings
 @click.option("--effective-from", metavar="DATE", help="With --rules: this run's effective_from "
               "instead of the rules file's.")
 @json_option
-@pass_settings
+@pass_ledger
 def ingest_command(
-    settings: Settings, files: tuple[str, ...], fmt: str, priorities: str | None,
+    lg: Ledger, files: tuple[str, ...], fmt: str, priorities: str | None,
     id_prefix: str | None, rules: str | None, source_version: str | None,
     effective_from: str | None, as_json: bool,
 ) -> None:
@@ -58,20 +60,21 @@ def ingest_command(
     ledger ingest --format transcript chat.jsonl --priorities chat.priorities.json
     ledger ingest docs/ --rules ledger-rules.toml --json
     """
-    if rules is not None or source_version is not None or effective_from is not None:
-        _ingest_documents(settings, files, fmt, rules, source_version, effective_from, as_json)
-        return
-    from ledger.api import ingest_files as ingest
-
-    engine = open_ledger(settings)
-    total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
-    try:
-        with byte_progress(total, "ingest") as progress:
-            summary = ingest(
-                engine, list(files), fmt, progress=progress, priorities=priorities, id_prefix=id_prefix
+    if rules is not None:
+        with _document_progress() as shown:
+            docs = lg.ingest_paths(
+                files, format=fmt, priorities=priorities, id_prefix=id_prefix, rules=rules,
+                source_version=source_version, effective_from=effective_from, progress=shown,
             )
-    finally:
-        engine.dispose()
+        _render_documents(docs, as_json)
+        return
+    if source_version is not None or effective_from is not None:
+        lg.ingest_paths(files, source_version=source_version, effective_from=effective_from)
+    total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
+    with byte_progress(total, "ingest") as progress:
+        summary = lg.ingest_paths(
+            files, format=fmt, progress=progress, priorities=priorities, id_prefix=id_prefix
+        )
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)
     if as_json:
@@ -83,27 +86,7 @@ def ingest_command(
         )
 
 
-def _ingest_documents(
-    settings: Settings, paths: tuple[str, ...], fmt: str, rules: str | None,
-    source_version: str | None, effective_from: str | None, as_json: bool,
-) -> None:
-    """`ingest PATH... --rules RULES.toml`: documents, chunked by heading."""
-    from ledger.api import ingest_documents
-    from ledger.core.errors import InputError
-
-    if rules is None:
-        raise InputError("--source-version and --effective-from go with --rules RULES.toml")
-    if fmt != "auto":
-        raise InputError("--format does not go with --rules: documents are told apart by extension")
-    engine = open_ledger(settings)
-    try:
-        with _document_progress() as progress:
-            summary = ingest_documents(
-                engine, list(paths), rules, source_version=source_version,
-                effective_from=effective_from, progress=progress,
-            )
-    finally:
-        engine.dispose()
+def _render_documents(summary: Any, as_json: bool) -> None:
     if as_json:
         echo_json(summary.to_json())
         return
@@ -113,8 +96,8 @@ def _ingest_documents(
         else "nothing new stored (no entry): "
     )
     line = (
-        f"{stored}{summary.files} files, read {summary.read} chunks, new {summary.new}, "
-        f"unchanged {summary.unchanged}"
+        f"{stored}{summary.files} files ({summary.parsed_files} parsed), read {summary.read} "
+        f"chunks, new {summary.new}, unchanged {summary.unchanged}"
     )
     if summary.retracted:
         line += f"; retracted {summary.retracted} absent ids (entry {summary.retract_entry})"
@@ -149,26 +132,19 @@ def _document_progress() -> Iterator[Callable[[int, int], None] | None]:
 @click.command("chunks")
 @click.option("--id", "chunk_id", metavar="ID", help="Only the versions of this chunk id.")
 @json_option
-@pass_settings
-def chunks_command(settings: Settings, chunk_id: str | None, as_json: bool) -> None:
+@pass_ledger
+def chunks_command(lg: Ledger, chunk_id: str | None, as_json: bool) -> None:
     """List stored chunk versions with their digests (never their bodies).
 
     \b
     ledger chunks
     ledger chunks --id refund-policy --json
     """
-    from ledger.store.engine import read_transaction
-    from ledger.store.versions import list_versions
-
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            rows = list_versions(conn, chunk_id)
-    finally:
-        engine.dispose()
+    listing = lg.chunks(chunk_id)
     if as_json:
-        echo_json({"chunks": rows})
+        echo_json(listing.to_json())
         return
+    rows = listing.chunks
     if not rows:
         which = f" for id '{chunk_id}'" if chunk_id else ""
         click.echo(f"no chunk versions stored{which}", err=True)
@@ -188,13 +164,3 @@ def chunks_command(settings: Settings, chunk_id: str | None, as_json: bool) -> N
         for r in rows
     ]
     click.echo(render_table(header, table))
-
-
-def render_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    """A plain aligned text table."""
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    for r in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    return "\n".join(lines)

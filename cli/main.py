@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
-from dataclasses import dataclass
+from typing import Any
 
 import click
 
@@ -45,18 +44,27 @@ COMMANDS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
 class Settings:
-    """What every database command needs: where the database is."""
+    """What every database command needs: where the database is, and its `Ledger`
+    once a command has asked for it (closed when the command's context closes)."""
 
-    db: str
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self._ledger: Any = None
 
-    @property
-    def url(self) -> str:
-        """The SQLAlchemy URL: a value with `://` is one, anything else a file path."""
-        if "://" in self.db:
-            return self.db
-        return "sqlite:///" + os.path.abspath(self.db)
+    def ledger(self, ctx: click.Context) -> Any:
+        """The `ledger.Ledger` of --db, opened on first use (SQLAlchemy loads only then)."""
+        if self._ledger is None:
+            from ledger.api import open as open_ledger
+
+            self._ledger = open_ledger(self.db)
+            ctx.call_on_close(self._close)
+        return self._ledger
+
+    def _close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
 
 
 pass_settings = click.make_pass_decorator(Settings)
@@ -86,7 +94,7 @@ class LazyGroup(click.Group):
 @click.option(
     "--db",
     envvar="LEDGER_DB",
-    default="ledger.store.engine",
+    default="ledger.db",
     show_default=True,
     metavar="PATH_OR_URL",
     help="SQLite file, or a SQLAlchemy URL (postgresql+psycopg://...). Also LEDGER_DB.",

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+from ledger_cli.common import echo_json, json_option, pass_ledger, render_table
 
 from ledger.core.reasons import short_detail
-from ledger_cli.common import echo_json, json_option, open_ledger
-from ledger_cli.ingest_cmd import render_table
-from ledger_cli.main import Settings, pass_settings
+
+if TYPE_CHECKING:
+    from ledger.api import Ledger
 
 
 def render_pack(data: dict[str, Any]) -> str:
@@ -40,25 +41,18 @@ def render_pack(data: dict[str, Any]) -> str:
 
 @click.command("packs")
 @json_option
-@pass_settings
-def packs_command(settings: Settings, as_json: bool) -> None:
+@pass_ledger
+def packs_command(lg: Ledger, as_json: bool) -> None:
     """List recorded packs, oldest first.
 
     \b
     ledger packs --json
     """
-    from ledger.store.engine import read_transaction
-    from ledger.store.packs import list_packs
-
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            items = list_packs(conn)
-    finally:
-        engine.dispose()
+    listing = lg.packs()
     if as_json:
-        echo_json({"packs": items})
+        echo_json(listing.to_json())
         return
+    items = listing.packs
     if not items:
         click.echo("no packs recorded; run `ledger build --as-of DATE`", err=True)
         return
@@ -72,8 +66,8 @@ def packs_command(settings: Settings, as_json: bool) -> None:
 @click.command("show")
 @click.argument("pack")
 @json_option
-@pass_settings
-def show_command(settings: Settings, pack: str, as_json: bool) -> None:
+@pass_ledger
+def show_command(lg: Ledger, pack: str, as_json: bool) -> None:
     """One pack: its admissions in output order and every eviction with its reason.
 
     PACK is a pack number or a unique prefix (6+ hex) of a pack digest.
@@ -82,15 +76,7 @@ def show_command(settings: Settings, pack: str, as_json: bool) -> None:
     ledger show 1
     ledger show 3fa2c1 --json
     """
-    from ledger.store.engine import read_transaction
-    from ledger.store.packs import pack_json, resolve_pack
-
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            data = pack_json(conn, resolve_pack(conn, pack))
-    finally:
-        engine.dispose()
+    data = lg.show(pack).to_json()
     if as_json:
         echo_json(data)
     else:
@@ -102,8 +88,8 @@ def show_command(settings: Settings, pack: str, as_json: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True)
 @click.option("--with-content", is_flag=True, help="Include chunk bodies (they are left out by default).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (owner-only) instead of stdout.")
-@pass_settings
-def export_command(settings: Settings, pack: str, fmt: str, with_content: bool, output: str | None) -> None:
+@pass_ledger
+def export_command(lg: Ledger, pack: str, fmt: str, with_content: bool, output: str | None) -> None:
     """The pack for a model or a file: a JSON manifest with provenance, or Markdown.
 
     Bodies are exported only with --with-content.
@@ -114,19 +100,11 @@ def export_command(settings: Settings, pack: str, fmt: str, with_content: bool, 
     """
     import json
 
-    from ledger.store.engine import read_transaction
-    from ledger.store.packs import export_manifest, export_markdown, resolve_pack
-
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            n = resolve_pack(conn, pack)
-            if fmt == "json":
-                text = json.dumps(export_manifest(conn, n, with_content), sort_keys=True, ensure_ascii=False, indent=2) + "\n"
-            else:
-                text = export_markdown(conn, n, with_content)
-    finally:
-        engine.dispose()
+    if fmt == "json":
+        manifest = lg.export(pack, "json", with_content).to_json()
+        text = json.dumps(manifest, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+    else:
+        text = lg.export(pack, "markdown", with_content)
     if output is None:
         click.echo(text, nl=False)
         return

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 import click
+from ledger_cli.common import pass_ledger
 
-from ledger_cli.common import open_ledger
-from ledger_cli.main import Settings, pass_settings
+if TYPE_CHECKING:
+    from ledger.api import Ledger
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,79}$")
 
@@ -55,9 +57,9 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,79}$")
     help="PACK: stop computing hints after this many seconds, and skip any one hint that takes "
     "more than a quarter of it (0: no limit).",
 )
-@pass_settings
+@pass_ledger
 def report_command(
-    settings: Settings,
+    lg: Ledger,
     pack: str | None,
     diff_packs: tuple[str, str] | None,
     chunk_ref: str | None,
@@ -92,38 +94,23 @@ def report_command(
     ledger report --diff 1 2 -o changes.html
     ledger report --chunk refund-faq --with-content
     """
-    from ledger.store.engine import read_transaction
-    from ledger.store.packs import resolve_pack
-    from ledger.report import chunk_report, diff_report, pack_report
     from ledger_cli.packs_cmd import write_private
 
     if sum(x is not None for x in (pack, diff_packs, chunk_ref)) != 1:
         raise click.UsageError("give exactly one of PACK, --diff A B or --chunk REF")
     if with_content and diff_packs is not None:
         raise click.UsageError("--with-content applies to a PACK or --chunk report, not to --diff")
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            if pack is not None:
-                n = resolve_pack(conn, pack)
-                text = pack_report(
-                    conn,
-                    n,
-                    with_content=with_content,
-                    max_hints=max_hints,
-                    hint_seconds=hint_seconds,
-                )
-                name = f"pack-{n}.html"
-            elif diff_packs is not None:
-                a, b = (resolve_pack(conn, p) for p in diff_packs)
-                text = diff_report(conn, a, b)
-                name = f"diff-{a}-{b}.html"
-            else:
-                assert chunk_ref is not None
-                text, ids = chunk_report(conn, chunk_ref, with_content=with_content)
-                name = f"chunk-{chunk_ref if _SAFE_NAME.match(chunk_ref) else ids[0]}.html"
-    finally:
-        engine.dispose()
+    if pack is not None:
+        n, text = lg.report_pack(
+            pack, with_content=with_content, max_hints=max_hints, hint_seconds=hint_seconds
+        )
+        name = f"pack-{n}.html"
+    elif diff_packs is not None:
+        a, b, text = lg.report_diff(*diff_packs)
+        name = f"diff-{a}-{b}.html"
+    else:
+        ids, text = lg.report_chunk(chunk_ref or "", with_content=with_content)
+        name = f"chunk-{chunk_ref if _SAFE_NAME.match(chunk_ref or '') else ids[0]}.html"
     path = output if output is not None else name
     write_private(path, text)
     click.echo(f"wrote {os.path.abspath(path)}", err=True)

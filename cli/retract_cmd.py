@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
-from ledger_cli.common import echo_json, json_option, open_ledger
-from ledger_cli.main import Settings, pass_settings
+from ledger_cli.common import echo_json, json_option, pass_ledger
+
+if TYPE_CHECKING:
+    from ledger.api import Ledger
 
 
 @click.command("retract")
@@ -20,9 +24,9 @@ from ledger_cli.main import Settings, pass_settings
     "--reason", metavar="TEXT", help="Why; recorded in the entry and shown by why-evicted."
 )
 @json_option
-@pass_settings
+@pass_ledger
 def retract_command(
-    settings: Settings, ids: tuple[str, ...], from_date: str, reason: str | None, as_json: bool
+    lg: Ledger, ids: tuple[str, ...], from_date: str, reason: str | None, as_json: bool
 ) -> None:
     """Withdraw chunk ids from DATE on: one `retract` entry in the chain.
 
@@ -35,16 +39,8 @@ def retract_command(
     ledger retract old-faq --from 2026-08-01 --reason "superseded by the new FAQ"
     ledger retract a-1 a-2 --from 2026-08-01 --json
     """
-    from ledger.api import retract
-
-    engine = open_ledger(settings)
-    try:
-        result = retract(engine, list(ids), from_date, reason)
-    finally:
-        engine.dispose()
+    result = lg.retract(list(ids), from_date=from_date, reason=reason)
     if as_json:
         echo_json(result.to_json())
     else:
-        click.echo(
-            f"entry {result.entry}: retracted {len(result.ids)} id(s) from {result.from_date}"
-        )
+        click.echo(f"entry {result.entry}: retracted {len(result.ids)} id(s) from {result.from_date}")

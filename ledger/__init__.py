@@ -1,7 +1,137 @@
 """ledger: versioned context chunks and audited context packs.
 
-The library works without the command line: `ledger.core.select` is the pure selector
-core, `ledger.store.versions` and friends the database shell around it.
+`import ledger` is the library a program uses; the `ledger` command is a thin
+layer over it:
+
+    with ledger.open("ledger.db", create=True) as lg:
+        lg.ingest_paths(["chunks.jsonl"])
+        pack = lg.build(as_of="2026-07-21")
+
+The pure selector is `ledger.core` (no database): `ledger.select(candidates,
+request)` with `ledger.Candidate` and `ledger.Request`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ledger.core.context import Candidate, Context
+from ledger.core.errors import (
+    EXIT_INTEGRITY,
+    EXIT_INVALID,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    InputError,
+    IntegrityError,
+    LedgerError,
+    NotFoundError,
+    RefusedError,
+    SchemaError,
+)
+from ledger.core.select import Request, select
+
+if TYPE_CHECKING:
+    from ledger.api import Ledger, init, open
+    from ledger.core.results import (
+        Admission,
+        BatchBuild,
+        ChunkList,
+        Diff,
+        Export,
+        GrantChange,
+        HeadResult,
+        InitResult,
+        Pack,
+        PackList,
+        PolicyChange,
+        PolicyState,
+        SubjectGrants,
+        WhyEvicted,
+        Withheld,
+    )
+    from ledger.store.audit import ReplayResult, VerifyResult
+    from ledger.store.ingest import IngestSummary
+
+    IngestResult = IngestSummary
+
+# The database half loads SQLAlchemy; it is imported on first use, so that the
+# pure core and the database-free commands (`ledger pack`, `ledger select`) start fast.
+_LAZY = {
+    "Admission": ("ledger.core.results", "Admission"),
+    "BatchBuild": ("ledger.core.results", "BatchBuild"),
+    "ChunkList": ("ledger.core.results", "ChunkList"),
+    "Diff": ("ledger.core.results", "Diff"),
+    "Export": ("ledger.core.results", "Export"),
+    "GrantChange": ("ledger.core.results", "GrantChange"),
+    "HeadResult": ("ledger.core.results", "HeadResult"),
+    "InitResult": ("ledger.core.results", "InitResult"),
+    "Pack": ("ledger.core.results", "Pack"),
+    "PackList": ("ledger.core.results", "PackList"),
+    "PolicyChange": ("ledger.core.results", "PolicyChange"),
+    "PolicyState": ("ledger.core.results", "PolicyState"),
+    "SubjectGrants": ("ledger.core.results", "SubjectGrants"),
+    "WhyEvicted": ("ledger.core.results", "WhyEvicted"),
+    "Withheld": ("ledger.core.results", "Withheld"),
+    "Ledger": ("ledger.api", "Ledger"),
+    "open": ("ledger.api", "open"),
+    "init": ("ledger.api", "init"),
+    "ReplayResult": ("ledger.store.audit", "ReplayResult"),
+    "VerifyResult": ("ledger.store.audit", "VerifyResult"),
+    "IngestSummary": ("ledger.store.ingest", "IngestSummary"),
+    "IngestResult": ("ledger.store.ingest", "IngestSummary"),  # SPEC's name
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'ledger' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "EXIT_INTEGRITY",
+    "EXIT_INVALID",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Admission",
+    "BatchBuild",
+    "Candidate",
+    "ChunkList",
+    "Context",
+    "Diff",
+    "Export",
+    "GrantChange",
+    "HeadResult",
+    "IngestResult",
+    "IngestSummary",
+    "InitResult",
+    "InputError",
+    "IntegrityError",
+    "Ledger",
+    "LedgerError",
+    "NotFoundError",
+    "Pack",
+    "PackList",
+    "PolicyChange",
+    "PolicyState",
+    "RefusedError",
+    "ReplayResult",
+    "Request",
+    "SchemaError",
+    "SubjectGrants",
+    "VerifyResult",
+    "WhyEvicted",
+    "Withheld",
+    "__version__",
+    "init",
+    "open",
+    "select",
+]

@@ -1,18 +1,458 @@
-"""The `Ledger` facade: one object per database, one method per command."""
+"""The `Ledger` facade: one object per database, one method per command.
+
+    >>> import ledger
+    >>> with ledger.open("ledger.db", create=True) as lg:       # doctest: +SKIP
+    ...     lg.ingest_paths(["fixtures/seed001-chunks.json"])
+    ...     pack = lg.build(as_of="2026-07-21")
+
+Every method opens its own transaction (writes are all or nothing) and returns a
+typed result from `ledger.core.results` whose `to_json()` equals the matching
+command's `--json` output. Errors are `ledger.LedgerError` subclasses, each with
+the exit code the command line maps it to.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, Literal, overload
 
 from ledger.core.errors import InputError
-from ledger.ingest.files import FORMATS, Progress, check_input_file, detect_format, read_records
-from ledger.store.access import check_budget
-from ledger.store.build import build_transcript_pack
+from ledger.core.records import ChunkRecord
+from ledger.core.results import (
+    BatchBuild,
+    ChunkList,
+    Diff,
+    Export,
+    GrantChange,
+    HeadResult,
+    InitResult,
+    Pack,
+    PackList,
+    PolicyChange,
+    PolicyState,
+    SubjectGrants,
+    WhyEvicted,
+)
+from ledger.ingest.files import (
+    FORMATS,
+    Progress,
+    check_input_file,
+    detect_format,
+    read_records,
+    validated,
+)
+from ledger.store import access, audit, batch, build, engine, migrate, packs, versions
+from ledger.store.audit import ReplayResult, VerifyResult
+from ledger.store.chain import read_head
+from ledger.store.documents import DocumentIngestSummary, RetractResult
 from ledger.store.ingest import IngestSummary, store_records
+
+COUNTERS = ("estimated_tokens", "utf8-bytes", "cl100k_base", "o200k_base")
+HINTS = ("newest", "all", "none")
+PackRef = int | str
+
+
+def database_url(path_or_url: str) -> str:
+    """The SQLAlchemy URL of `--db`: a value with `://` is one, anything else a file path."""
+    if "://" in path_or_url:
+        return path_or_url
+    return "sqlite:///" + os.path.abspath(path_or_url)
+
+
+def init(path_or_url: str) -> InitResult:
+    """Create the database, or upgrade its schema to the newest migration (`ledger init`).
+
+    A new SQLite file is owner-only; a SQLite file whose schema is behind is
+    first copied to an owner-only backup whose path the result names.
+    """
+    url = database_url(path_or_url)
+    eng = engine.make_engine(url, create=True)
+    try:
+        engine.check_database(eng, url)
+        upgrade = migrate.upgrade_database(eng)
+    finally:
+        eng.dispose()
+    return InitResult(
+        {
+            "database": engine.sqlite_path(url),
+            "before": upgrade.before,
+            "after": upgrade.after,
+            "backup": upgrade.backup,
+        }
+    )
+
+
+def open(path_or_url: str, create: bool = False) -> Ledger:  # noqa: A001 - SPEC's name
+    """Open the ledger at a SQLite path or a SQLAlchemy URL.
+
+    `create=True` first creates the database or upgrades its schema, as
+    `ledger init` does (see `init`); without it the database must be an
+    initialized ledger whose schema is current.
+    """
+    if create:
+        init(path_or_url)
+    url = database_url(path_or_url)
+    return Ledger(url, engine.open_engine(url))
+
+
+class Ledger:
+    """One ledger database. Use `ledger.open(...)`, ideally as a context manager."""
+
+    def __init__(self, url: str, eng: Any) -> None:
+        self.url = url
+        self._engine = eng
+
+    # -- lifetime -----------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the database connections (the object cannot be used after)."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Ledger {engine.describe(self.url)}>"
+
+    @contextmanager
+    def _read(self) -> Iterator[Any]:
+        with engine.read_transaction(self._engine) as conn:
+            yield conn
+
+    def _pack_no(self, conn: Any, pack: PackRef) -> int:
+        return packs.resolve_pack(conn, str(pack))
+
+    # -- ingest -------------------------------------------------------------
+
+    def ingest_records(self, records: Iterable[Mapping[str, Any]]) -> IngestSummary:
+        """Store chunk records given in memory (dicts of SPEC's 13 fields), all or none.
+
+        An error names the record by its index: `records[3]: field 'trust': ...`.
+        """
+        items = list(records)
+
+        def read() -> Iterator[tuple[str, ChunkRecord]]:
+            for i, obj in enumerate(items):
+                where = f"records[{i}]"
+                yield where, validated(where, obj)
+
+        return store_records(self._engine, read(), paths=["records"], reread=read)
+
+    def ingest_paths(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        format: str = "auto",  # noqa: A002 - the command's option name
+        priorities: str | None = None,
+        id_prefix: str | None = None,
+        progress: Progress | None = None,
+        rules: str | os.PathLike[str] | None = None,
+        source_version: str | None = None,
+        effective_from: str | None = None,
+    ) -> IngestSummary | DocumentIngestSummary:
+        """Store the chunk records of files (`ledger ingest FILE...`), all or none.
+
+        With `rules` (a rules TOML file), `paths` are documents and folders of
+        them (`ledger ingest PATH... --rules RULES.toml`): Markdown, HTML, text and
+        PDF chunked by heading, metadata from the rules; `source_version` and
+        `effective_from` override the rules' for this run; `progress` is then
+        called with (files done, chunks done). Returns a `DocumentIngestSummary`.
+        """
+        if rules is not None:
+            if format != "auto" or priorities is not None or id_prefix is not None:
+                raise InputError(
+                    "--format, --priorities and --id-prefix do not go with --rules: "
+                    "documents are told apart by their extension"
+                )
+            return ingest_documents(
+                self._engine,
+                [os.fspath(p) for p in paths],
+                os.fspath(rules),
+                source_version=source_version,
+                effective_from=effective_from,
+                progress=progress,
+            )
+        if source_version is not None or effective_from is not None:
+            raise InputError("--source-version and --effective-from go with --rules RULES.toml")
+        return ingest_files(
+            self._engine,
+            [os.fspath(p) for p in paths],
+            format,
+            progress=progress,
+            priorities=priorities,
+            id_prefix=id_prefix,
+        )
+
+    def retract(
+        self, ids: Sequence[str], *, from_date: str, reason: str | None = None
+    ) -> RetractResult:
+        """Withdraw chunk ids from `from_date` on, as one `retract` entry (`ledger
+        retract`). An unknown id raises `NotFoundError` (exit 3), nothing written."""
+        return retract(self._engine, list(ids), from_date, reason)
+
+    def chunks(self, chunk_id: str | None = None) -> ChunkList:
+        """Stored chunk versions with their digests, never their bodies (`ledger chunks`)."""
+        with self._read() as conn:
+            return ChunkList({"chunks": versions.list_versions(conn, chunk_id)})
+
+    # -- grants and policy --------------------------------------------------
+
+    def grant(self, subject: str, *permissions: str) -> GrantChange:
+        """Grant permissions to a subject: one entry, or none when all were held."""
+        return self._change_grants(subject, permissions, "grant")
+
+    def revoke(self, subject: str, *permissions: str) -> GrantChange:
+        """Revoke held permissions from a subject (revoking one not held is refused)."""
+        return self._change_grants(subject, permissions, "revoke")
+
+    def _change_grants(self, subject: str, permissions: Sequence[str], action: str) -> GrantChange:
+        seq, changed = access.change_grants(self._engine, subject, list(permissions), action)
+        return GrantChange(
+            {"entry": seq, "subject": subject, "action": action, "changed": list(changed)}
+        )
+
+    def subject(self, subject: str) -> SubjectGrants:
+        """The permissions a subject holds now and every change (`ledger subject show`)."""
+        access.check_subject(subject)
+        with self._read() as conn:
+            held = access.grants_at(conn, subject)
+            history = access.grant_history(conn, subject)
+        return SubjectGrants({"subject": subject, "permissions": held, "history": history})
+
+    def set_policy(
+        self, allow_trust: Sequence[str] | None = None, budget: int | None = None
+    ) -> PolicyChange:
+        """Record a new policy; a part not given keeps its current value."""
+        if allow_trust is None and budget is None:
+            raise InputError("give allowed trust labels and/or a budget")
+        seq, policy = access.set_policy(
+            self._engine, list(allow_trust) if allow_trust is not None else None, budget
+        )
+        return PolicyChange({"entry": seq, "policy": policy.to_json()})
+
+    def policy(self) -> PolicyState:
+        """The policy in force (None if never set) and every change (`ledger policy show`)."""
+        with self._read() as conn:
+            current = access.policy_at(conn)
+            history = access.policy_history(conn)
+        return PolicyState(
+            {"policy": current.to_json() if current else None, "history": history}
+        )
+
+    # -- build --------------------------------------------------------------
+
+    def build(
+        self,
+        as_of: str,
+        subject: str = "default",
+        budget: int | None = None,
+        *,
+        counter: str = "estimated_tokens",
+        ledger_at: int | None = None,
+    ) -> Pack:
+        """Select for `subject` on `as_of`, record the pack with every decision, return it."""
+        _check_counter(counter)
+        pack_no = build.build_pack(self._engine, as_of, subject, budget, counter, ledger_at)
+        return self.show(pack_no)
+
+    def build_batch(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        counter: str = "estimated_tokens",
+        keep_going: bool = False,
+        progress: Callable[[int], None] | None = None,
+        lines: Sequence[bytes] | None = None,
+    ) -> BatchBuild:
+        """Many packs from a JSON Lines file of `{"subject", "as_of", "budget"?}`, one
+        ledger state; all or nothing unless `keep_going` (then each line alone).
+
+        `lines` are the file's lines when the caller has read them already
+        (`read_batch_lines`); `progress` is called with 1 after each line.
+        """
+        _check_counter(counter)
+        name = os.fspath(path)
+        if lines is None:
+            lines = read_batch_lines(name)
+        result = batch.run_batch(
+            self._engine, name, list(lines), counter, keep_going, progress=progress
+        )
+        return BatchBuild(
+            {
+                "packs": result.packs,
+                "failed": [{"line": w, "error": m} for w, m in result.failed],
+            }
+        )
+
+    def build_transcript(
+        self,
+        source: str | os.PathLike[str],
+        priorities: str | os.PathLike[str] | None = None,
+        *,
+        budget: int,
+        subject: str = "transcript",
+        ledger_at: int | None = None,
+    ) -> Pack:
+        """Record a transcript continuation (what `transcript export` writes) as a pack."""
+        pack_no = build_transcript(
+            self._engine,
+            os.fspath(source),
+            os.fspath(priorities) if priorities is not None else None,
+            budget,
+            subject,
+            ledger_at,
+        )
+        return self.show(pack_no)
+
+    # -- packs --------------------------------------------------------------
+
+    def packs(self) -> PackList:
+        """Every recorded pack, oldest first (`ledger packs`)."""
+        with self._read() as conn:
+            return PackList({"packs": packs.list_packs(conn)})
+
+    def show(self, pack: PackRef) -> Pack:
+        """One pack: admissions in output order, every eviction with its reason."""
+        with self._read() as conn:
+            return Pack(packs.pack_json(conn, self._pack_no(conn, pack)))
+
+    @overload
+    def export(
+        self, pack: PackRef, format: Literal["markdown"], with_content: bool = False
+    ) -> str: ...
+
+    @overload
+    def export(
+        self, pack: PackRef, format: Literal["json"] = "json", with_content: bool = False
+    ) -> Export: ...
+
+    def export(
+        self,
+        pack: PackRef,
+        format: str = "json",  # noqa: A002 - the command's option name
+        with_content: bool = False,
+    ) -> str | Export:
+        """The pack for a model: Markdown text, or the JSON export; bodies only on request.
+
+        An evicted chunk's body is never exported.
+        """
+        if format not in ("json", "markdown"):
+            raise InputError(f"format {format!r}: use json or markdown")
+        with self._read() as conn:
+            n = self._pack_no(conn, pack)
+            if format == "markdown":
+                return packs.export_markdown(conn, n, with_content)
+            return Export(packs.export_manifest(conn, n, with_content))
+
+    # -- audit --------------------------------------------------------------
+
+    def why_evicted(
+        self, ref: str, pack: PackRef | None = None, hints: str = "newest"
+    ) -> WhyEvicted:
+        """Every pack that considered REF (id, digest or 8+ hex prefix), newest first,
+        and for an eviction the smallest change that would have admitted it."""
+        if hints not in HINTS:
+            raise InputError(f"hints {hints!r}: use one of {', '.join(HINTS)}")
+        with self._read() as conn:
+            pack_no = self._pack_no(conn, pack) if pack is not None else None
+            return WhyEvicted(audit.why_evicted(conn, ref, pack_no, hints))
+
+    def diff(self, a: PackRef, b: PackRef) -> Diff:
+        """What entered, left, changed version or reason between two packs, and why."""
+        with self._read() as conn:
+            return Diff(audit.diff(conn, self._pack_no(conn, a), self._pack_no(conn, b)))
+
+    def verify(self, checkpoint: str | None = None) -> VerifyResult:
+        """Recompute every digest and the hash chain; `checkpoint` (`SEQ:HASH`) must
+        still be extended. The result names the first bad entry; it never raises
+        for a failed check."""
+        if checkpoint is not None:
+            audit.parse_checkpoint(checkpoint)
+        with self._read() as conn:
+            return audit.verify(conn, checkpoint)
+
+    def head(self) -> HeadResult:
+        """The newest entry as a checkpoint `SEQ:HASH` (keep it; verify against it later)."""
+        with self._read() as conn:
+            h = read_head(conn)
+        return HeadResult({"seq": h.seq, "hash": h.entry_hash, "checkpoint": h.checkpoint()})
+
+    def replay(self, pack: PackRef) -> ReplayResult:
+        """Rebuild a pack from the ledger as it stood then and compare every decision."""
+        with self._read() as conn:
+            return audit.replay(conn, self._pack_no(conn, pack))
+
+
+    # -- reports ------------------------------------------------------------
+
+    def report_pack(
+        self,
+        pack: PackRef,
+        *,
+        with_content: bool = False,
+        max_hints: int | None = None,
+        hint_seconds: float | None = None,
+    ) -> tuple[int, str]:
+        """One self-contained HTML page of a pack: (pack number, the page)."""
+        import ledger.report as report
+
+        with self._read() as conn:
+            n = self._pack_no(conn, pack)
+            page = report.pack_report(
+                conn,
+                n,
+                with_content=with_content,
+                max_hints=report.DEFAULT_MAX_HINTS if max_hints is None else max_hints,
+                hint_seconds=report.DEFAULT_HINT_SECONDS if hint_seconds is None else hint_seconds,
+            )
+        return n, page
+
+    def report_diff(self, a: PackRef, b: PackRef) -> tuple[int, int, str]:
+        """One self-contained HTML page of a diff: (pack A, pack B, the page)."""
+        import ledger.report as report
+
+        with self._read() as conn:
+            na, nb = self._pack_no(conn, a), self._pack_no(conn, b)
+            return na, nb, report.diff_report(conn, na, nb)
+
+    def report_chunk(self, ref: str, *, with_content: bool = False) -> tuple[list[str], str]:
+        """One self-contained HTML page of a chunk's history: (its ids, the page)."""
+        import ledger.report as report
+
+        with self._read() as conn:
+            page, ids = report.chunk_report(conn, ref, with_content=with_content)
+        return ids, page
+
+
+def _check_counter(counter: str) -> None:
+    if counter not in COUNTERS:
+        raise InputError(f"counter {counter!r}: use one of {', '.join(COUNTERS)}")
+
+
+def read_batch_lines(path: str) -> list[bytes]:
+    """The lines of a `--batch` file (a regular file; see `check_input_file`)."""
+    check_input_file(path)
+    try:
+        with builtins.open(path, "rb") as f:
+            return f.read().splitlines()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 
 def ingest_files(
-    engine: Any,
+    eng: Any,
     paths: list[str],
     fmt: str = "auto",
     *,
@@ -45,17 +485,11 @@ def ingest_files(
     )
     # An exchange's dedupe_key is its own id, so a transcript needs no blame pass.
     reread = None if fmt == "transcript" else (lambda: read_records(paths, fmt, notes=[]))
-    return store_records(
-        engine,
-        records,
-        paths=paths,
-        reread=reread,
-        notes=notes,
-    )
+    return store_records(eng, records, paths=paths, reread=reread, notes=notes)
 
 
 def build_transcript(
-    engine: Any,
+    eng: Any,
     source: str,
     priorities: str | None,
     budget: int,
@@ -65,11 +499,11 @@ def build_transcript(
     """Record the continuation of `source` (with its priorities sidecar) as a pack."""
     from ledger.ingest.transcripts import load_annotated
 
-    check_budget(budget)
+    access.check_budget(budget)
     annotated = load_annotated(source, priorities)
     hint = f" --priorities {priorities}" if priorities else ""
-    return build_transcript_pack(
-        engine,
+    return build.build_transcript_pack(
+        eng,
         annotated.source_version,
         annotated.header_bytes(),
         budget,
@@ -80,13 +514,15 @@ def build_transcript(
     )
 
 
+
+
 # --------------------------------------------------------------------------
 # Documents (issue 15): `ledger ingest PATH... --rules` and `ledger retract`.
 # --------------------------------------------------------------------------
 
 
 def ingest_documents(
-    engine: Any,
+    eng: Any,
     paths: list[str],
     rules: str,
     *,
@@ -94,19 +530,18 @@ def ingest_documents(
     effective_from: str | None = None,
     progress: Any = None,
     today: str | None = None,
-) -> Any:
+) -> DocumentIngestSummary:
     """Ingest Markdown, HTML, text and PDF files by a rules file, all or nothing.
 
     The rules, the files and the overrides are checked (and every file read once)
     before the write transaction; the files whose bytes or rules changed since
     the source's last run are parsed inside it, so the incremental decision sees
-    the state it writes against. Returns a `DocumentIngestSummary`.
+    the state it writes against.
     """
     from datetime import date
 
     from ledger.ingest.docplan import StoredFile, chunk_run, plan_run
     from ledger.store.documents import store_run, stored_files
-    from ledger.store.engine import write_transaction
 
     run = plan_run(
         paths,
@@ -115,7 +550,7 @@ def ingest_documents(
         source_version=source_version,
         effective_from=effective_from,
     )
-    with write_transaction(engine) as conn:
+    with engine.write_transaction(eng) as conn:
         before = stored_files(conn, run.source)
         state = {path: StoredFile(*row) for path, row in before.items()}
         files, plans = chunk_run(run, state, progress)
@@ -132,8 +567,8 @@ def ingest_documents(
         )
 
 
-def retract(engine: Any, ids: list[str], from_date: str, reason: str | None = None) -> Any:
-    """Withdraw chunk ids from `from_date` on, as one `retract` entry (`RetractResult`)."""
+def retract(eng: Any, ids: list[str], from_date: str, reason: str | None = None) -> RetractResult:
+    """Withdraw chunk ids from `from_date` on, as one `retract` entry."""
     from ledger.store.documents import retract as store_retract
 
-    return store_retract(engine, ids, from_date, reason)
+    return store_retract(eng, ids, from_date, reason)

@@ -53,7 +53,7 @@ def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
 
 @pytest.fixture
 def db_url_factory(tmp_path: Path) -> Callable[[str], str]:
-    def make(name: str = "ledger.store.engine") -> str:
+    def make(name: str = "ledger.db") -> str:
         return "sqlite:///" + str(tmp_path / name)
 
     return make
@@ -65,7 +65,7 @@ def db_path(tmp_path: Path) -> Path:
     from ledger.store.engine import make_engine
     from ledger.store.migrate import upgrade_to_head
 
-    path = tmp_path / "ledger.store.engine"
+    path = tmp_path / "ledger.db"
     engine = make_engine("sqlite:///" + str(path), create=True)
     upgrade_to_head(engine)
     engine.dispose()

@@ -22,6 +22,7 @@ from typing import Any
 from ledger.core.canonical import content_digest as _content_digest
 from ledger.core.canonical import digest_trusted
 from ledger.core.errors import InputError
+from ledger.core.reasons import SECTIONS
 
 FIELDS: tuple[str, ...] = (
     "id",
@@ -38,7 +39,6 @@ FIELDS: tuple[str, ...] = (
     "required",
     "content",
 )
-SECTIONS = ("policy", "state", "evidence", "current-input")
 TRUST_LABELS = (
     "application-policy",
     "confirmed-state",
@@ -263,6 +263,10 @@ def validate_chunk(
     priority = integer(obj["priority"], "priority", 0, MAX_PRIORITY)
     raw_content = obj["content"]
     stripped = _text(raw_content, "content", max_content)
+    if not strip_content and len(raw_content) > max_content:
+        # The ledger stores content as given, so the cap is on what is stored
+        # (`ledger pack`, like its reference, strips first and caps the rest).
+        raise RecordError("content", f"exceeds {max_content} characters")
     _encodable(stripped, "content", allow_nul)
     return ChunkRecord(
         id=chunk_id,

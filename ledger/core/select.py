@@ -36,14 +36,13 @@ from types import MappingProxyType
 from typing import Any
 
 from ledger.core.context import (
-    REASONS,
     Candidate,
     Context,
     ContextOverBudgetError,
     Eviction,
 )
 from ledger.core.errors import InputError, RefusedError
-from ledger.core.reasons import SECTIONS, is_date
+from ledger.core.reasons import REASONS, SECTIONS, is_date
 
 __all__ = [
     "DEFAULT_ORDER",

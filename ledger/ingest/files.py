@@ -294,10 +294,15 @@ def read_records(
         else:
             raw = _iter_json(path, fmt, notes, progress)
         for where, obj in raw:
-            try:
-                yield where, validate_chunk(obj, allow_nul=False)
-            except RecordError as exc:
-                field = f"field '{exc.field}': " if exc.field else ""
-                raise InputError(f"{where}: {field}{exc.rule}") from None
+            yield where, validated(where, obj)
+
+
+def validated(where: str, obj: Any) -> ChunkRecord:
+    """One chunk object validated for the ledger; an error names `where` and the field."""
+    try:
+        return validate_chunk(obj, allow_nul=False)
+    except RecordError as exc:
+        field = f"field '{exc.field}': " if exc.field else ""
+        raise InputError(f"{where}: {field}{exc.rule}") from None
 
 

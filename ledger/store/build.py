@@ -13,7 +13,6 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, insert, select

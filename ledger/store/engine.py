@@ -160,6 +160,11 @@ def open_engine(url: str) -> Engine:
     return engine
 
 
+def describe(url: str) -> str:
+    """The database as messages name it: a SQLite path, or the URL without its password."""
+    return _where(url)
+
+
 def _where(url: str) -> str:
     path = sqlite_path(url)
     return path if path else make_url(url).render_as_string(hide_password=True)

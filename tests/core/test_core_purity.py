@@ -27,6 +27,7 @@ CORE_STDLIB = {
     "collections",
     "collections.abc",
     "contextlib",
+    "copy",
     "dataclasses",
     "datetime",
     "enum",
@@ -212,3 +213,11 @@ def test_no_module_imports_a_higher_layer(name: str, path: Path) -> None:
         assert LAYERS[theirs] < LAYERS[mine], f"{name} imports {module}"
         # Two peers of one layer stay apart: the readers never write, the store never reads files.
         assert {theirs, mine} != {"ledger.ingest", "ledger.store"}, f"{name} imports {module}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "cli").glob("*.py")), ids=lambda p: p.name)
+def test_the_command_line_goes_through_the_library_face(path: Path) -> None:
+    # A command parses, calls the Ledger (or the pure core), renders: it never
+    # reaches into the store, the readers or the report internals.
+    for module in imported(tree_of(path)):
+        assert layer_of(module) not in {"ledger.store", "ledger.ingest", "ledger.report"}, module

@@ -80,10 +80,17 @@ def test_fixture_mode_strips_content() -> None:
     assert record.content == "body"
 
 
-def test_content_limits_apply_to_the_stripped_text() -> None:
-    validate_chunk(raw(content=" " + "x" * 1_000_000 + " "))
+def test_the_ledger_caps_the_content_it_stores_and_the_fixture_the_stripped_text() -> None:
+    # The ledger stores content as given, so the cap counts every stored character
+    # (issue 14: 'x' + 5,000,000 spaces was stored); `ledger pack` strips first.
+    validate_chunk(raw(content=" " + "x" * 999_998 + " "))
+    with pytest.raises(RecordError, match="content exceeds 1000000 characters"):
+        validate_chunk(raw(content=" " + "x" * 1_000_000 + " "))
+    with pytest.raises(RecordError, match="content exceeds 1000000 characters"):
+        validate_chunk(raw(content="x" + " " * 5_000_000))
     with pytest.raises(RecordError, match="content exceeds 1000000 characters"):
         validate_chunk(raw(content="x" * 1_000_001))
+    validate_chunk(raw(content=" " + "x" * 10 + " "), max_content=10, strip_content=True)
     with pytest.raises(RecordError, match="content exceeds 10 characters"):
         validate_chunk(raw(content="x" * 11), max_content=10)
 

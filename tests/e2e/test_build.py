@@ -94,7 +94,7 @@ def seeded_template(tmp_path_factory: pytest.TempPathFactory, module_backend: st
 @pytest.fixture
 def seeded(seeded_template: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     """A copy of a ledger holding entries 1-3 of `seed_ledger` (budget 170)."""
-    db = copy_ledger(seeded_template, tmp_path / "ledger.store.engine")
+    db = copy_ledger(seeded_template, tmp_path / "ledger.db")
     yield db
     dbtools.drop(db)
 

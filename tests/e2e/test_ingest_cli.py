@@ -5,7 +5,7 @@ Every test that reads or writes a ledger runs on each backend, a SQLite file and
 a PostgreSQL database (`db_url`, `empty_db_url`, and `shared_db` on
 `module_backend`). SQLite-only, because they are about the SQLite file itself:
 `ledger init` making an owner-only file, LEDGER_DB naming a path, the default
-./ledger.store.engine, a missing file that is not created, a file that is not a database,
+./ledger.db, a missing file that is not created, a file that is not a database,
 a missing folder, and a plain copy of the file being a full ledger.
 """
 
@@ -362,7 +362,7 @@ def test_command_on_a_database_without_schema(command: list[str], empty_db_url: 
 
 
 def test_init_creates_an_owner_only_file_and_is_idempotent(tmp_path: Path) -> None:
-    path = tmp_path / "new" / "ledger.store.engine"
+    path = tmp_path / "new" / "ledger.db"
     path.parent.mkdir()
     first = run_ledger("init", db=path)
     assert first.returncode == 0 and first.stdout == ""
@@ -386,7 +386,7 @@ def test_ledger_db_environment_variable(tmp_path: Path) -> None:
 
 def test_default_database_is_ledger_db_in_the_cwd(tmp_path: Path) -> None:
     run_ledger("init", cwd=tmp_path, check=True)
-    assert (tmp_path / "ledger.store.engine").is_file()
+    assert (tmp_path / "ledger.db").is_file()
 
 
 @pytest.mark.parametrize("command", [["ingest", str(FIXTURE)], ["chunks"]])

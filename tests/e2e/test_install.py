@@ -172,7 +172,7 @@ def test_init_ingest_chunks_from_another_folder(installed: Installed) -> None:
     assert len(listing["chunks"]) == 13
     # `ledger init` on the current database, with the relative default path.
     must([installed.ledger, "init"], cwd)
-    assert (cwd / "ledger.store.engine").is_file()
+    assert (cwd / "ledger.db").is_file()
 
 
 def test_pack_uses_the_installed_fixture(installed: Installed) -> None:

@@ -64,7 +64,7 @@ def jsonl(records: list[dict[str, Any]]) -> bytes:
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("confidential")
-    db = folder / "ledger.store.engine"
+    db = folder / "ledger.db"
     (folder / "chunks.jsonl").write_bytes(jsonl(CHUNKS))
     run("init", db=db, check=True)
     run("ingest", str(folder / "chunks.jsonl"), db=db, check=True)
@@ -228,7 +228,7 @@ def permissive() -> None:
 
 
 def test_database_and_its_wal_are_owner_only_under_umask_000(tmp_path: Path) -> None:
-    db = tmp_path / "ledger.store.engine"
+    db = tmp_path / "ledger.db"
     run("init", db=db, check=True, preexec_fn=permissive)
     assert mode(db) == 0o600
     (tmp_path / "c.jsonl").write_bytes(jsonl(CHUNKS[:3]))

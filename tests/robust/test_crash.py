@@ -161,7 +161,7 @@ def ingest_small(url: str, path: Path, expected_seq: int) -> None:
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkpointed SQLite ledger (no WAL left) holding the seed fixture, its
     grants and policy, and one pack: the starting point of every ingest trial."""
-    path = tmp_path_factory.mktemp("seeded") / "ledger.store.engine"
+    path = tmp_path_factory.mktemp("seeded") / "ledger.db"
     seed_ledger(sqlite_url(path))
     assert not Path(str(path) + "-wal").exists()
     return path
@@ -215,7 +215,7 @@ def test_sigkill_during_ingest_leaves_all_or_nothing(seeded: Path, tmp_path: Pat
 def candidates_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite ledger with a few thousand candidates, grants and a policy."""
     folder = tmp_path_factory.mktemp("candidates")
-    path = folder / "ledger.store.engine"
+    path = folder / "ledger.db"
     url = sqlite_url(path)
     run("init", db=url, check=True)
     run("ingest", str(write_generated(folder / "c.jsonl", CANDIDATES, "cand-")), db=url, check=True)

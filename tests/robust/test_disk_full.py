@@ -132,7 +132,7 @@ def wal_peak(cmd: list[str], wal: Path) -> int:
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("seeded") / "ledger.store.engine"
+    path = tmp_path_factory.mktemp("seeded") / "ledger.db"
     seed_ledger(sqlite_url(path))
     return path
 
@@ -146,7 +146,7 @@ def big_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def ingest_wal(seeded: Path, big_input: Path, tmp_path_factory: pytest.TempPathFactory) -> int:
-    copy = tmp_path_factory.mktemp("calibrate") / "ledger.store.engine"
+    copy = tmp_path_factory.mktemp("calibrate") / "ledger.db"
     shutil.copyfile(seeded, copy)
     return wal_peak(ledger_cmd("ingest", str(big_input), db=copy), Path(str(copy) + "-wal"))
 
@@ -165,7 +165,7 @@ def test_ingest_on_a_full_disk(
     # tmpfs: the database and a third of what the run writes; rlimit: a third per file.
     size = seeded.stat().st_size
     preexec = disk.fill_at(size + ingest_wal // 3 if disk.method == "tmpfs" else ingest_wal // 3)
-    db = disk.move_in(seeded, "ledger.store.engine")
+    db = disk.move_in(seeded, "ledger.db")
     before = state(sqlite_url(db))
     result = run("ingest", str(big_input), db=db, preexec_fn=preexec)
     assert_database_failure(result)
@@ -181,7 +181,7 @@ def test_ingest_on_a_full_disk(
 @pytest.fixture(scope="module")
 def candidates_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("candidates")
-    path = folder / "ledger.store.engine"
+    path = folder / "ledger.db"
     url = sqlite_url(path)
     run("init", db=url, check=True)
     run("ingest", str(write_generated(folder / "c.jsonl", 3_000, "cand-", MARKER)), db=url,
@@ -219,7 +219,7 @@ def test_build_on_a_full_disk(
 
     size = candidates_db.stat().st_size
     preexec = disk.fill_at(size + peak // 3 if disk.method == "tmpfs" else max(40 << 10, peak // 3))
-    db = disk.move_in(candidates_db, "ledger.store.engine")
+    db = disk.move_in(candidates_db, "ledger.db")
     before = state(sqlite_url(db))
     result = run(*args, db=db, preexec_fn=preexec)
     assert_database_failure(result)
@@ -239,7 +239,7 @@ def export_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.conftest import chunk
 
     folder = tmp_path_factory.mktemp("export")
-    path = folder / "ledger.store.engine"
+    path = folder / "ledger.db"
     record = chunk(id="large", dedupe_key="large", content=MARKER + " " + "y" * 300_000)
     (folder / "c.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     run("init", db=path, check=True)

@@ -287,7 +287,7 @@ def fuzz_ledger() -> Iterator[tuple[Any, Path]]:
     from ledger.store.migrate import upgrade_to_head
 
     with tempfile.TemporaryDirectory(prefix="ledger-fuzz-") as folder:
-        path = Path(folder) / "ledger.store.engine"
+        path = Path(folder) / "ledger.db"
         url = "sqlite:///" + str(path)
         engine = make_engine(url, create=True)
         upgrade_to_head(engine)

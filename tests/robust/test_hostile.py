@@ -199,7 +199,7 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A ledger holding the seed fixture, a pack, and `alpha`@1 (see the
     `stored version, other content` case)."""
     folder = tmp_path_factory.mktemp("hostile")
-    url = sqlite_url(folder / "ledger.store.engine")
+    url = sqlite_url(folder / "ledger.db")
     seed_ledger(url)
     (folder / "alpha.jsonl").write_bytes(text() + b"\n")
     run("ingest", str(folder / "alpha.jsonl"), db=url, check=True)

@@ -77,7 +77,7 @@ def pack_columns(path: Path) -> list[str]:
 @pytest.fixture
 def old_db(tmp_path: Path) -> Path:
     """A private copy of the 0001 ledger (owner-only, as `ledger init` makes them)."""
-    path = tmp_path / "ledger.store.engine"
+    path = tmp_path / "ledger.db"
     shutil.copyfile(OLD, path)
     os.chmod(path, 0o600)
     return path

@@ -146,6 +146,12 @@ RECORD_RULES: list[Rule] = [
         content="x" * 1_000_001,
     ),
     bad(
+        "content under the cap only once stripped",
+        "content",
+        "exceeds 1000000 characters",
+        content="x" + " " * 5_000_000,
+    ),
+    bad(
         "estimated_tokens 0",
         "estimated_tokens",
         "must be between 1 and 10000000",
@@ -185,8 +191,8 @@ BOUNDARY_RECORDS: list[dict[str, Any]] = [
         effective_from="2028-02-28",
         expires_on="2028-02-29",
     ),
-    # 1,000,000 characters once stripped; the whitespace around is stored too.
-    chunk(id="content-max", dedupe_key="content-max", content="\n " + "y" * 1_000_000 + " \n"),
+    # 1,000,000 characters as stored, white space around the text included.
+    chunk(id="content-max", dedupe_key="content-max", content="\n " + "y" * 999_996 + " \n"),
     chunk(id="padded", dedupe_key="padded", section=" state ", trust="\tconfirmed-state\n"),
 ]
 
