@@ -43,4 +43,6 @@ def retract_command(
     if as_json:
         echo_json(result.to_json())
     else:
-        click.echo(f"entry {result.entry}: retracted {len(result.ids)} id(s) from {result.from_date}")
+        click.echo(
+            f"entry {result.entry}: retracted {len(result.ids)} id(s) from {result.from_date}"
+        )

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         Withheld,
     )
     from ledger.store.audit import ReplayResult, VerifyResult
+    from ledger.store.documents import DocumentIngestSummary, RetractResult
     from ledger.store.ingest import IngestSummary
 
     IngestResult = IngestSummary
@@ -80,6 +81,9 @@ _LAZY = {
     "VerifyResult": ("ledger.store.audit", "VerifyResult"),
     "IngestSummary": ("ledger.store.ingest", "IngestSummary"),
     "IngestResult": ("ledger.store.ingest", "IngestSummary"),  # SPEC's name
+    # Documents: `ingest_paths(..., rules=)` and `retract`.
+    "DocumentIngestSummary": ("ledger.store.documents", "DocumentIngestSummary"),
+    "RetractResult": ("ledger.store.documents", "RetractResult"),
 }
 
 
@@ -107,6 +111,7 @@ __all__ = [
     "ChunkList",
     "Context",
     "Diff",
+    "DocumentIngestSummary",
     "Export",
     "GrantChange",
     "HeadResult",
@@ -125,6 +130,7 @@ __all__ = [
     "RefusedError",
     "ReplayResult",
     "Request",
+    "RetractResult",
     "SchemaError",
     "SubjectGrants",
     "VerifyResult",
