@@ -384,8 +384,18 @@ def test_progress_goes_to_a_terminal_on_stderr_only(kb: dict[str, Any]) -> None:
     import sys
 
     leader, follower = pty.openpty()
-    cmd = [sys.executable, "-m", "ledger_cli", "--db", kb["db"], "ingest", str(kb["root"]),
-           "--rules", str(kb["rules"]), "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ledger_cli",
+        "--db",
+        kb["db"],
+        "ingest",
+        str(kb["root"]),
+        "--rules",
+        str(kb["rules"]),
+        "--json",
+    ]
     env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=follower, env=env, timeout=300)
     os.close(follower)
@@ -403,5 +413,7 @@ def test_progress_goes_to_a_terminal_on_stderr_only(kb: dict[str, Any]) -> None:
     assert json.loads(proc.stdout)["files"] == 12  # stdout: the JSON alone
     assert b"ingest: " in shown and b"files," in shown and b"chunks" in shown
     # Not a terminal: nothing but the data.
-    quiet = run_ledger("ingest", str(kb["root"]), "--rules", str(kb["rules"]), "--json", db=kb["db"])
+    quiet = run_ledger(
+        "ingest", str(kb["root"]), "--rules", str(kb["rules"]), "--json", db=kb["db"]
+    )
     assert quiet.stderr == ""
