@@ -213,6 +213,13 @@ def _check_versions_free(conn: Connection, plans: Sequence[Any]) -> None:
         query = select(c.chunk_id, c.source_version, c.record_digest).where(c.chunk_id.in_(part))
         for row in conn.execute(query):
             p = by_key.get((row.chunk_id, row.source_version))
+            if p is not None and row.record_digest == p.digest:
+                # The same text under the same version, withdrawn since: a retraction
+                # holds for the versions before it, so a restore needs a new version.
+                raise RefusedError(
+                    f"{p.where}: chunk '{row.chunk_id}' version '{row.source_version}' was "
+                    "retracted; to bring it back, ingest it under a new --source-version"
+                )
             if p is not None:
                 raise RefusedError(
                     f"{p.where}: chunk '{row.chunk_id}' changed, but version "

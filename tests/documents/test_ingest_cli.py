@@ -417,3 +417,16 @@ def test_progress_goes_to_a_terminal_on_stderr_only(kb: dict[str, Any]) -> None:
         "ingest", str(kb["root"]), "--rules", str(kb["rules"]), "--json", db=kb["db"]
     )
     assert quiet.stderr == ""
+
+
+def test_restoring_a_retracted_text_needs_a_new_version(kb: dict[str, Any]) -> None:
+    notes = kb["root"] / "notes.txt"
+    text = notes.read_text(encoding="utf-8")
+    assert ingest(kb).returncode == 0
+    notes.unlink()
+    assert json.loads(ingest(kb, "--json").stdout)["retracted"] == 1
+    notes.write_text(text, encoding="utf-8")
+    before = dbtools.snapshot(kb["db"])
+    _refused(kb, ingest(kb), before, "kb-notes", "was retracted", "new --source-version")
+    restored = json.loads(ingest(kb, "--json", "--source-version", "v2").stdout)
+    assert restored["new"] == 1
