@@ -1,5 +1,5 @@
 """Shared fixtures: real SQLite files built by the real migrations, and the CLI
-run as a user runs it, in a subprocess."""
+run as a user runs it (in process by default, in a subprocess where it matters)."""
 
 from __future__ import annotations
 
@@ -20,24 +20,72 @@ FIXTURE = ROOT / "fixtures" / "seed001-chunks.json"
 
 def run_ledger(
     *args: str, db: Path | str | None = None, input: bytes | None = None, cwd: Path | None = None,
-    env: dict[str, str] | None = None, check: bool = False,
+    env: dict[str, str] | None = None, check: bool = False, subprocess_run: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `ledger ARGS...` in a subprocess with the test's interpreter."""
-    cmd = [sys.executable, "-m", "ledger_cli"]
-    if db is not None:
-        cmd += ["--db", str(db)]
-    cmd += list(args)
+    """Run `ledger ARGS...` as a user would and return its exit code and output.
+
+    In process by default (the CLI's own entry point, `ledger_cli.main.main`,
+    with stdin, stdout, stderr, environment and folder swapped for the call):
+    the same parsing, rendering and exit codes without a Python start-up per
+    command. `subprocess_run=True` (or LEDGER_TEST_SUBPROCESS=1 for the whole
+    run) runs `python -m ledger_cli` in a child process instead, for what only a
+    process boundary shows (signals, terminals, inherited descriptors).
+    """
+    argv = (["--db", str(db)] if db is not None else []) + list(args)
+    if subprocess_run or os.environ.get("LEDGER_TEST_SUBPROCESS") == "1":
+        out = _run_subprocess(argv, input, cwd, env)
+    else:
+        out = _run_in_process(argv, input, cwd, env)
+    if check and out.returncode != 0:
+        raise AssertionError(f"ledger {' '.join(args)} exited {out.returncode}: {out.stderr}")
+    return out
+
+
+def _run_subprocess(
+    argv: list[str], input: bytes | None, cwd: Path | None, env: dict[str, str] | None
+) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "ledger_cli", *argv]
     full_env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
     full_env.update(env or {})
     proc = subprocess.run(
         cmd, input=input, capture_output=True, cwd=cwd, env=full_env, timeout=600
     )
-    out = subprocess.CompletedProcess(
+    return subprocess.CompletedProcess(
         proc.args, proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
     )
-    if check and out.returncode != 0:
-        raise AssertionError(f"ledger {' '.join(args)} exited {out.returncode}: {out.stderr}")
-    return out
+
+
+def _run_in_process(
+    argv: list[str], input: bytes | None, cwd: Path | None, env: dict[str, str] | None
+) -> subprocess.CompletedProcess[str]:
+    import traceback
+
+    from click.testing import CliRunner
+
+    from ledger_cli.main import main
+
+    overrides: dict[str, str | None] = {"LEDGER_DB": None, **(env or {})}
+    before = os.getcwd()
+    code: int
+    with CliRunner().isolation(input=input, env=overrides) as (stdout, stderr, _):
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception:  # a bug: the traceback a user would see, exit 1 as Python gives
+            sys.stderr.write(traceback.format_exc())
+            code = 1
+        finally:
+            os.chdir(before)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        out, err = stdout.getvalue(), stderr.getvalue()
+    return subprocess.CompletedProcess(
+        ["ledger", *argv], code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    )
 
 
 def ledger_json(*args: str, db: Path | str | None = None) -> Any:
