@@ -29,12 +29,12 @@ from functools import lru_cache
 from typing import Any
 
 from ledger.core.errors import InputError
+from ledger.core.reasons import SECTIONS
 from ledger.core.records import (
     MAX_PRIORITY,
     MAX_SOURCE_VERSION,
     MAX_TOKENS,
     MAX_URI,
-    SECTIONS,
     TRUST_LABELS,
     URI_RE,
     RecordError,

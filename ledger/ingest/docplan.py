@@ -35,6 +35,7 @@ from ledger.ingest.documents import (
     read_file_bytes,
     walk_paths,
 )
+from ledger.ingest.gitinfo import GitCommit, folder_commit
 from ledger.tokens import text_counter
 
 Progress = Callable[[int, int], None]  # (files done, chunks done)
@@ -173,8 +174,7 @@ def _plan_files(rules: Rules, paths: Sequence[str]) -> list[tuple[DocFile, Rule]
     return planned
 
 
-def _git_commit(paths: Sequence[str]):  # type: ignore[no-untyped-def]
-    from ledger.ingest.gitinfo import folder_commit
+def _git_commit(paths: Sequence[str]) -> GitCommit:
 
     commits = []
     for p in paths:
@@ -217,7 +217,7 @@ def plan_run(
     commit = _git_commit(paths) if needs_git else None
     if source_version is not None:
         version = source_version
-    elif source.version == "git":
+    elif source.version == "git" and commit is not None:  # needs_git: never None here
         version = commit.commit
     elif source.version == "content":
         # The digest of the whole source: every file's path and bytes.
@@ -229,7 +229,7 @@ def plan_run(
         version = source.version
     if effective_from is not None:
         day = effective_from
-    elif source.effective_from == "git":
+    elif source.effective_from == "git" and commit is not None:
         day = commit.date
     elif source.effective_from == "today":
         day = today

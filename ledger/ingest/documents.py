@@ -210,7 +210,7 @@ def front_matter_end(lines: Sequence[str]) -> int:
 def _heading_text(token: Any) -> str:
     """The plain text of a heading's inline source (code spans without backticks)."""
     parts: list[str] = []
-    children = []
+    children: list[Any] = []
     _markdown()
     for tok in _INLINE.parseInline(token.content):
         children.extend(tok.children or ())

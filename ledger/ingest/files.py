@@ -262,7 +262,12 @@ def _iter_transcript(
     path: str, priorities: str | None, id_prefix: str | None, progress: Progress | None
 ) -> Iterator[tuple[str, Any]]:
     """A transcript's exchanges as chunk records (see `ledger.ingest.transcripts`)."""
-    from ledger.ingest.transcripts import check_id_prefix, default_id_prefix, exchange_records, load_annotated
+    from ledger.ingest.transcripts import (
+        check_id_prefix,
+        default_id_prefix,
+        exchange_records,
+        load_annotated,
+    )
 
     prefix = check_id_prefix(id_prefix) if id_prefix is not None else default_id_prefix(path)
     annotated = load_annotated(path, priorities)
