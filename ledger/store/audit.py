@@ -617,6 +617,13 @@ def _bad_versions(conn: Connection, seq: int) -> Iterator[str]:
         .order_by(versions.c.vid)
         .execution_options(yield_per=5000)
     )
+    # `verify` stops at the first bad version: the generator is closed then, and
+    # `with` closes the streaming (PostgreSQL: server-side) cursor with it.
+    with result:
+        yield from _bad_rows(result)
+
+
+def _bad_rows(result: Any) -> Iterator[str]:
     for row in result:
         if content_digest(row.content) != row.content_digest:
             yield f"chunk {row.chunk_id}@{row.source_version}: content does not match its content digest"
