@@ -1,0 +1,194 @@
+"""The pack report: budget, admitted chunks, evictions, every candidate, digests."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ledger.core.reasons import REASONS, SECTIONS, describe_hint, short_detail
+from ledger.report.charts import stacked_bar
+from ledger.report.page import render
+
+_META = ("priority", "source_uri")  # what the admitted table adds to `show --json`
+DIGEST_SHOWN = 16  # a record-digest prefix: still a valid REF (8+ hex) for why-evicted
+
+
+def _kind(section: str) -> str:
+    return f"k-{section}" if section in SECTIONS else "k-other"
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _in_order(names: set[str], order: tuple[str, ...]) -> list[str]:
+    """`names` in the order given, then any others sorted."""
+    return [n for n in order if n in names] + sorted(names - set(order))
+
+
+def render_pack(
+    data: dict[str, Any],
+    meta: dict[str, dict[str, Any]],
+    hints: dict[str, dict[str, Any]],
+    hint_note: dict[str, Any],
+    bodies: dict[str, str] | None,
+    ledger_head: Any,
+) -> str:
+    """Pure: `show --json` data, per-digest metadata (section, priority, required,
+    source_uri), hints by record digest and what was done (`compute_hints`), the
+    bodies (None: not shown) and the ledger head in; HTML out."""
+    n = data["pack"]
+    admitted, evicted = data["admitted"], data["evicted"]
+    budget, used = data["budget"], data["used"]
+    counts = Counter(e["reason"] for e in evicted)
+    tokens_by_reason: Counter[str] = Counter()
+    for e in evicted:
+        tokens_by_reason[e["reason"]] += e["tokens"]
+    total = len(admitted) + len(evicted)
+
+    by_section: Counter[str] = Counter()
+    count_section: Counter[str] = Counter()
+    for a in admitted:
+        by_section[a["section"]] += a["tokens"]
+        count_section[a["section"]] += 1
+    sections = _in_order(set(by_section), SECTIONS)
+    free = max(budget - used, 0)
+    scale = max(budget, used, 1)
+    rest = (free, "k-free", f"remaining: {free} tokens")
+    section_bar = stacked_bar(
+        [
+            (by_section[s], _kind(s), f"{s}: {by_section[s]} tokens, {count_section[s]} chunks")
+            for s in sections
+        ]
+        + [rest],
+        scale,
+        f"Budget {budget} tokens by section",
+    )
+    chunk_bar = stacked_bar(
+        [
+            (
+                a["tokens"],
+                _kind(a["section"]),
+                f"{a['id']} @ {a['source_version']}: {a['tokens']} tokens ({a['section']})",
+            )
+            for a in admitted
+        ]
+        + [rest],
+        scale,
+        f"Budget {budget} tokens by admitted chunk",
+    )
+    section_rows: list[tuple[str, int | str, int, str, bool]] = [
+        (s, count_section[s], by_section[s], _pct(by_section[s], budget), False) for s in sections
+    ]
+    section_rows.append(("remaining", "", free, _pct(free, budget), True))
+
+    most = max(counts.values(), default=1)
+    reason_rows = [
+        {
+            "reason": r,
+            "count": counts[r],
+            "tokens": tokens_by_reason[r],
+            "width": 200 * counts[r] / most,
+        }
+        for r in _in_order(set(counts), REASONS)
+    ]
+
+    candidates = []
+    for i, a in enumerate(admitted, 1):
+        m = meta.get(a["record_digest"], {})
+        candidates.append(
+            dict(
+                a,
+                n=i,
+                status="admitted",
+                reason="",
+                priority=m.get("priority", ""),
+                details=f"output position {i}",
+                hint=None,
+            )
+        )
+    for i, e in enumerate(evicted, len(admitted) + 1):
+        m = meta.get(e["record_digest"], {})
+        hint = hints.get(e["record_digest"])
+        candidates.append(
+            dict(
+                e,
+                n=i,
+                status="evicted",
+                section=m.get("section", ""),
+                priority=m.get("priority", ""),
+                details=short_detail(e["reason"], e["detail"]),
+                hint=None if hint is None else describe_hint(hint),
+            )
+        )
+
+    policy = data.get("policy") or {}
+    facts = [
+        ("pack", n, False),
+        ("ledger entry", data["entry"], False),
+        ("ledger mark", f"{data['ledger_mark']} (the last entry the build could see)", False),
+        ("pack digest", data["pack_digest"], True),
+        ("input digest", data["input_digest"], True),
+        ("as of", data["as_of"], False),
+        ("subject", data["subject"], False),
+        ("grants", ", ".join(data.get("grants") or []) or "none", False),
+        ("allowed trust", ", ".join(policy.get("allowed_trust") or []) or "none", False),
+        ("policy budget", policy.get("budget"), False),
+        ("budget", budget, False),
+        ("token counter", data["counter"], False),
+        ("selector", data["selector_version"], False),
+    ]
+    if "scope" in data:
+        facts.append(("scope", data["scope"], False))
+
+    report_data = {
+        "kind": "pack",
+        **{k: data[k] for k in ("pack", "entry", "ledger_mark", "pack_digest", "input_digest")},
+        **{k: data[k] for k in ("as_of", "subject", "budget", "used", "remaining")},
+        "candidates": total,
+        "evictions_by_reason": dict(sorted(counts.items())),
+        "admitted": [
+            {k: a[k] for k in ("id", "source_version", "section", "tokens")} for a in admitted
+        ],
+        "hints": {**hint_note, "by_record_digest": hints},
+        "with_content": bodies is not None,
+    }
+    toc = [
+        ("budget", "Budget"),
+        ("admitted", "Admitted"),
+        ("evictions", "Evictions"),
+        ("candidates", "Every candidate"),
+    ]
+    if bodies is not None:
+        toc.append(("bodies", "Bodies"))
+    toc.append(("provenance", "Digests"))
+    return render(
+        "pack.html",
+        title=f"Pack {n} · as of {data['as_of']} · {data['subject']} — ledger report",
+        kicker="ledger report · pack",
+        heading=f"Context pack {n}",
+        toc=toc,
+        data=report_data,
+        head=ledger_head,
+        pack=data,
+        total=total,
+        section_bar=section_bar,
+        chunk_bar=chunk_bar,
+        legend=[(_kind(s), f"{s} {by_section[s]}") for s in sections]
+        + [("k-free", f"remaining {free}")],
+        section_rows=section_rows,
+        reason_rows=reason_rows,
+        reasons=[r for r in REASONS if r in counts],
+        gates=REASONS,
+        admitted=[
+            dict(a, n=i, **{k: meta.get(a["record_digest"], {}).get(k, "") for k in _META})
+            for i, a in enumerate(admitted, 1)
+        ],
+        candidates=candidates,
+        note=hint_note,
+        bodies=None
+        if bodies is None
+        else [dict(a, body=bodies.get(a["record_digest"], "")) for a in admitted],
+        facts=facts,
+        digest_shown=DIGEST_SHOWN,
+    )
