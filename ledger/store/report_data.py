@@ -42,12 +42,12 @@ def compute_hints(
     """Hints (`ledger.store.audit.hint_for`) for the first `max_hints` of `digests`, in order.
 
     With a time limit (`seconds`; None or 0: none) the first hint is always
-    computed, and the clock is read before each further one: computing stops
-    once the limit is spent. A hint that has started runs to its end (a hint is
-    a few re-runs of the selector; the budget step is simulated, not searched),
-    so no signal or thread is needed to stop it. The pack's candidates are
-    loaded once (hint_for's cache). Returns the hints by record digest and a
-    note of what was done.
+    computed, and the clock is read before each further one: no hint starts
+    that would, taking as long as the one before, end past the limit. A hint
+    that has started runs to its end (a hint is a few re-runs of the selector;
+    the budget step is simulated, not searched), so no signal or thread is
+    needed to stop it. The pack's candidates are loaded once (hint_for's
+    cache). Returns the hints by record digest and a note of what was done.
     """
     wanted = list(digests[: max(0, max_hints)])
     limit = seconds if seconds and seconds > 0 else None
@@ -55,11 +55,14 @@ def compute_hints(
     stopped = None
     cache: dict[Any, Any] = {}
     started = time.perf_counter()
+    last = 0.0  # how long the latest hint took
     for digest in wanted:
-        if limit is not None and hints and time.perf_counter() - started >= limit:
+        if limit is not None and hints and time.perf_counter() - started + last > limit:
             stopped = "time"
             break
+        begun = time.perf_counter()
         hints[digest] = hint_for(conn, head, digest, cache)
+        last = time.perf_counter() - begun
     if stopped is None and len(hints) < len(digests):
         stopped = "count"
     return hints, {
