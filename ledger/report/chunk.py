@@ -62,17 +62,10 @@ def render_chunk(
         }
         for v, d in decisions
     ]
-    toc = [("timeline", "Time lines"), ("versions", "Versions"), ("decisions", "Decisions")]
-    if bodies is not None:
-        toc.append(("bodies", "Bodies"))
     name = ", ".join(ids)
     n = len(versions)
     return render(
         "chunk.html",
-        title=f"Chunk history {name} — ledger report",
-        kicker="ledger report · chunk history",
-        heading=f"Chunk history: {name}",
-        toc=toc,
         data={
             "kind": "chunk",
             "ref": ref,

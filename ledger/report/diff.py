@@ -39,7 +39,6 @@ def render_diff(
 ) -> str:
     """Pure: `diff --json` data and the two packs' headers (pack, entry,
     ledger_mark, digests, as_of, subject, budget, used) in; HTML out."""
-    a, b = result["from"], result["to"]
     changes = [dict(c, kind=change_kind(c)) for c in result["changes"]]
     kinds = Counter(c["kind"] for c in changes)
     causes = Counter(c["cause"] for c in changes)
@@ -53,32 +52,13 @@ def render_diff(
             (free, "k-free", f"pack {p['pack']}: remaining {free}"),
         ]
         label = f"Pack {p['pack']}: {p['used']} of {p['budget']} tokens used"
-        bars.append((p, stacked_bar(parts, scale, label)))
-    figures = [
-        (f"budget {a} → {b}", f"{pa['budget']} → {pb['budget']}"),
-        (f"used {a} → {b}", f"{pa['used']} → {pb['used']}"),
-        ("changes", len(changes)),
-        ("entered", kinds["entered"]),
-        ("left", kinds["left"]),
-    ]
+        bars.append(stacked_bar(parts, scale, label))
     return render(
         "diff.html",
-        title=f"Diff of packs {a} → {b} — ledger report",
-        kicker="ledger report · diff",
-        heading=f"Pack {a} → pack {b}",
-        toc=[
-            ("budget", "Budget"),
-            ("kinds", "What changed"),
-            ("changes", "Every change"),
-            ("provenance", "Digests"),
-        ],
         data={"kind": "diff", **result, "packs": {"from": pa, "to": pb}},
         head=ledger_head,
-        a=a,
-        b=b,
         pa=pa,
         pb=pb,
-        figures=figures,
         bars=bars,
         changes=changes,
         kinds=[(k, kinds[k]) for k in CHANGE_KINDS if kinds[k]],

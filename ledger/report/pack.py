@@ -153,21 +153,8 @@ def render_pack(
         "hints": {**hint_note, "by_record_digest": hints},
         "with_content": bodies is not None,
     }
-    toc = [
-        ("budget", "Budget"),
-        ("admitted", "Admitted"),
-        ("evictions", "Evictions"),
-        ("candidates", "Every candidate"),
-    ]
-    if bodies is not None:
-        toc.append(("bodies", "Bodies"))
-    toc.append(("provenance", "Digests"))
     return render(
         "pack.html",
-        title=f"Pack {n} · as of {data['as_of']} · {data['subject']} — ledger report",
-        kicker="ledger report · pack",
-        heading=f"Context pack {n}",
-        toc=toc,
         data=report_data,
         head=ledger_head,
         pack=data,
