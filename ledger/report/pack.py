@@ -10,7 +10,6 @@ from ledger.report.charts import stacked_bar
 from ledger.report.page import render
 
 _META = ("priority", "source_uri")  # what the admitted table adds to `show --json`
-DIGEST_SHOWN = 16  # a record-digest prefix: still a valid REF (8+ hex) for why-evicted
 
 
 def _kind(section: str) -> str:
@@ -37,14 +36,10 @@ def render_pack(
     """Pure: `show --json` data, per-digest metadata (section, priority, required,
     source_uri), hints by record digest and what was done (`compute_hints`), the
     bodies (None: not shown) and the ledger head in; HTML out."""
-    n = data["pack"]
     admitted, evicted = data["admitted"], data["evicted"]
     budget, used = data["budget"], data["used"]
-    counts = Counter(e["reason"] for e in evicted)
-    tokens_by_reason: Counter[str] = Counter()
-    for e in evicted:
-        tokens_by_reason[e["reason"]] += e["tokens"]
-    total = len(admitted) + len(evicted)
+    # The page's context, filled in as its parts are worked out.
+    page: dict[str, Any] = {"pack": data, "head": ledger_head, "note": hint_note}
 
     by_section: Counter[str] = Counter()
     count_section: Counter[str] = Counter()
@@ -55,7 +50,7 @@ def render_pack(
     free = max(budget - used, 0)
     scale = max(budget, used, 1)
     rest = (free, "k-free", f"remaining: {free} tokens")
-    section_bar = stacked_bar(
+    page["section_bar"] = stacked_bar(
         [
             (by_section[s], _kind(s), f"{s}: {by_section[s]} tokens, {count_section[s]} chunks")
             for s in sections
@@ -64,7 +59,9 @@ def render_pack(
         scale,
         f"Budget {budget} tokens by section",
     )
-    chunk_bar = stacked_bar(
+    page["legend"] = [(_kind(s), f"{s} {by_section[s]}") for s in sections]
+    page["legend"].append(("k-free", f"remaining {free}"))
+    page["chunk_bar"] = stacked_bar(
         [
             (
                 a["tokens"],
@@ -77,13 +74,17 @@ def render_pack(
         scale,
         f"Budget {budget} tokens by admitted chunk",
     )
-    section_rows: list[tuple[str, int | str, int, str, bool]] = [
+    page["section_rows"] = [
         (s, count_section[s], by_section[s], _pct(by_section[s], budget), False) for s in sections
     ]
-    section_rows.append(("remaining", "", free, _pct(free, budget), True))
+    page["section_rows"].append(("remaining", "", free, _pct(free, budget), True))
 
+    counts = Counter(e["reason"] for e in evicted)
+    tokens_by_reason: Counter[str] = Counter()
+    for e in evicted:
+        tokens_by_reason[e["reason"]] += e["tokens"]
     most = max(counts.values(), default=1)
-    reason_rows = [
+    page["reason_rows"] = [
         {
             "reason": r,
             "count": counts[r],
@@ -92,8 +93,13 @@ def render_pack(
         }
         for r in _in_order(set(counts), REASONS)
     ]
+    page["reasons"] = [r for r in REASONS if r in counts]  # the filter's choices
 
-    candidates = []
+    page["admitted"] = [
+        dict(a, n=i, **{k: meta.get(a["record_digest"], {}).get(k, "") for k in _META})
+        for i, a in enumerate(admitted, 1)
+    ]
+    candidates = page["candidates"] = []
     for i, a in enumerate(admitted, 1):
         m = meta.get(a["record_digest"], {})
         candidates.append(
@@ -121,10 +127,13 @@ def render_pack(
                 hint=None if hint is None else describe_hint(hint),
             )
         )
+    page["bodies"] = None
+    if bodies is not None:
+        page["bodies"] = [dict(a, body=bodies.get(a["record_digest"], "")) for a in admitted]
 
     policy = data.get("policy") or {}
-    facts = [
-        ("pack", n, False),
+    page["facts"] = [
+        ("pack", data["pack"], False),
         ("ledger entry", data["entry"], False),
         ("ledger mark", f"{data['ledger_mark']} (the last entry the build could see)", False),
         ("pack digest", data["pack_digest"], True),
@@ -139,13 +148,13 @@ def render_pack(
         ("selector", data["selector_version"], False),
     ]
     if "scope" in data:
-        facts.append(("scope", data["scope"], False))
+        page["facts"].append(("scope", data["scope"], False))
 
-    report_data = {
+    page["data"] = {
         "kind": "pack",
         **{k: data[k] for k in ("pack", "entry", "ledger_mark", "pack_digest", "input_digest")},
         **{k: data[k] for k in ("as_of", "subject", "budget", "used", "remaining")},
-        "candidates": total,
+        "candidates": len(admitted) + len(evicted),
         "evictions_by_reason": dict(sorted(counts.items())),
         "admitted": [
             {k: a[k] for k in ("id", "source_version", "section", "tokens")} for a in admitted
@@ -153,29 +162,4 @@ def render_pack(
         "hints": {**hint_note, "by_record_digest": hints},
         "with_content": bodies is not None,
     }
-    return render(
-        "pack.html",
-        data=report_data,
-        head=ledger_head,
-        pack=data,
-        total=total,
-        section_bar=section_bar,
-        chunk_bar=chunk_bar,
-        legend=[(_kind(s), f"{s} {by_section[s]}") for s in sections]
-        + [("k-free", f"remaining {free}")],
-        section_rows=section_rows,
-        reason_rows=reason_rows,
-        reasons=[r for r in REASONS if r in counts],
-        gates=REASONS,
-        admitted=[
-            dict(a, n=i, **{k: meta.get(a["record_digest"], {}).get(k, "") for k in _META})
-            for i, a in enumerate(admitted, 1)
-        ],
-        candidates=candidates,
-        note=hint_note,
-        bodies=None
-        if bodies is None
-        else [dict(a, body=bodies.get(a["record_digest"], "")) for a in admitted],
-        facts=facts,
-        digest_shown=DIGEST_SHOWN,
-    )
+    return render("pack.html", **page)

@@ -20,6 +20,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from ledger.core.reasons import REASONS
+
 _STATIC = files("ledger.report").joinpath("static")
 STYLE = _STATIC.joinpath("report.css").read_text(encoding="utf-8").strip()
 SCRIPT = _STATIC.joinpath("report.js").read_text(encoding="utf-8").strip()
@@ -60,7 +62,7 @@ def _environment() -> Environment:
     }
     env.filters["num"] = num
     # Our own files, inlined as they are (escaping would break the script's `>`).
-    env.globals.update(CSP=CSP, STYLE=Markup(STYLE), SCRIPT=Markup(SCRIPT))
+    env.globals.update(CSP=CSP, STYLE=Markup(STYLE), SCRIPT=Markup(SCRIPT), REASONS=REASONS)
     return env
 
 
