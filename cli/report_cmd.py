@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 import click
+
 from ledger_cli.common import pass_ledger
 
 if TYPE_CHECKING:
