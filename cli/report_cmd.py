@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 import click
+
 from ledger_cli.common import pass_ledger
 
 if TYPE_CHECKING:
@@ -54,8 +55,8 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,79}$")
     type=click.FloatRange(min=0),
     default=3.0,
     show_default=True,
-    help="PACK: stop computing hints after this many seconds, and skip any one hint that takes "
-    "more than a quarter of it (0: no limit).",
+    help="PACK: compute no further hint once this many seconds are spent (the clock is read "
+    "between hints, the first is always computed; 0: no limit).",
 )
 @pass_ledger
 def report_command(

@@ -144,9 +144,6 @@ OUTSIDE_STORE = [
     p
     for p in sorted([*LIBRARY.rglob("*.py"), *(ROOT / "cli").rglob("*.py")])
     if "store" not in p.relative_to(ROOT).parts
-    # TRANSITION (issue 13): report.py is being split into ledger/report/ with its
-    # queries moved to the store; this line goes with it.
-    and p != LIBRARY / "report.py"
 ]
 
 

@@ -189,3 +189,39 @@ def test_help_lists_commands(installed: Installed) -> None:
     proc = must([installed.ledger, "--help"], installed.workdir)
     for command in ("init", "ingest", "chunks", "pack"):
         assert command in proc.stdout
+
+
+def test_report_from_the_installed_templates(installed: Installed) -> None:
+    """`ledger report` renders from the wheel's own templates and static files."""
+    names = wheel_names(installed.wheel)
+    for required in (
+        "ledger/report/templates/page.html",
+        "ledger/report/templates/macros.html",
+        "ledger/report/static/report.css",
+        "ledger/report/static/report.js",
+    ):
+        assert required in names, required
+    cwd = installed.workdir
+    db = str(cwd / "report.db")
+    must([installed.ledger, "--db", db, "init"], cwd)
+    data = write_jsonl(cwd / "report.jsonl", [chunk(), chunk(id="beta", dedupe_key="beta")])
+    for args in (
+        ["ingest", str(data)],
+        ["subject", "grant", "default", "public-read"],
+        ["policy", "set", "--allow-trust", "approved-source", "--budget", "100"],
+        ["build", "--as-of", "2026-07-21"],
+    ):
+        must([installed.ledger, "--db", db, *args], cwd)
+    must([installed.ledger, "--db", db, "report", "1", "-o", "pack.html"], cwd)
+    page = (cwd / "pack.html").read_text(encoding="utf-8")
+    css = must(
+        [
+            installed.python,
+            "-c",
+            "import importlib.resources as r; "
+            "print(r.files('ledger.report').joinpath('static/report.css').read_text(), end='')",
+        ],
+        cwd,
+    ).stdout
+    assert f"<style>{css.strip()}</style>" in page
+    assert '<script type="application/json" id="report-data">' in page

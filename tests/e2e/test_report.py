@@ -471,53 +471,43 @@ def test_hint_time_limit_bounds_a_big_pack(big: Path, tmp_path: Path) -> None:
         assert hints["computed"] == 200
 
 
-def test_time_limit_interrupts_only_the_pure_core() -> None:
-    """The hint timer raises only inside `ledger.core.select` (no connection or file
-    there); elsewhere, e.g. while the ledger is read, it waits. Afterwards the
-    timer is off and the previous SIGALRM handler is back."""
-    import signal
+def test_hint_time_limit_is_read_between_hints(history: Path, tmp_path: Path) -> None:
+    """The time limit is a clock read between hints (no signal, no thread): the
+    first hint is always computed, and a limit spent by it stops the rest. With
+    no time limit, the count alone bounds the work."""
+    rep = report(history, tmp_path / "t.html", "2", "--hint-seconds", "0.000001")
+    hints = rep.data["hints"]
+    assert (hints["asked"], hints["computed"], hints["stopped"]) == (9, 1, "time"), hints
+    evicted = [r for r in rep.table("candidate-table") if r["status"] == "evicted"]
+    assert evicted[0]["hint"] != "not computed"
+    assert [r["hint"] for r in evicted[1:]] == ["not computed"] * 8
+    text = " ".join(rep.visible_text().split())
+    assert (
+        "Computed for 1 of the first 1 of 9 evictions in table order (by id, then version); "
+        "the time limit of 1e-06 s was reached. For any other, run ledger why-evicted ID --pack 2."
+    ) in text
+    counted = report(history, tmp_path / "c.html", "2", "--max-hints", "3", "--hint-seconds", "0")
+    hints = counted.data["hints"]
+    assert (hints["computed"], hints["seconds"], hints["stopped"]) == (3, None, "count"), hints
 
-    from ledger.report import _OutOfTime, _time_limit
-    from ledger.core.select import Candidate, Request, admission_hint
 
-    before = signal.getsignal(signal.SIGALRM)
-    started = time.monotonic()
-    with _time_limit(0.02) as armed:
-        while time.monotonic() - started < 0.2:  # not the core: never interrupted
-            pass
-    assert armed
-    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
-    assert signal.getsignal(signal.SIGALRM) is before
+def test_report_code_uses_no_signal_thread_or_sql() -> None:
+    """The report package renders; the hint bound is plain counting and a clock
+    read; its data comes through the store's queries (`ledger.store.report_data`)."""
+    import ast
 
-    def cand(i: int, priority: int) -> Candidate:
-        return Candidate(
-            id=f"c{i:05d}",
-            source_version="1",
-            section="evidence",
-            effective_from="2026-01-01",
-            expires_on=None,
-            required_permission="p",
-            trust="t",
-            dedupe_key=f"c{i:05d}",
-            tokens=10,
-            priority=priority,
-            required=False,
-            record_digest=f"{i:064x}",
-            content_digest=f"{i:064x}",
-        )
+    def imports(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        return {name.split(".")[0] for name in names}
 
-    # The same slow budget hint as above, in memory: thousands of re-runs.
-    pool = [cand(i, 50) for i in range(2000)] + [cand(99999, 0)]
-    request = Request(
-        as_of="2026-07-21", granted=frozenset({"p"}), allowed_trust=frozenset({"t"}), budget=100
-    )
-    started = time.monotonic()
-    with pytest.raises(_OutOfTime):
-        with _time_limit(0.1):
-            admission_hint(pool, request, f"{99999:064x}")
-    assert time.monotonic() - started < 2
-    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
-    assert signal.getsignal(signal.SIGALRM) is before
+    files = sorted((ROOT / "ledger" / "report").rglob("*.py"))
+    assert len(files) >= 4
+    for path in files:
+        assert not imports(path) & {"signal", "threading", "sqlalchemy", "sqlite3", "psycopg"}, path
+    data = imports(ROOT / "ledger" / "store" / "report_data.py")
+    assert "time" in data and not data & {"signal", "threading"}
 
 
 # --------------------------------------------------------------------------
@@ -857,12 +847,12 @@ def test_help_names_the_default_files() -> None:
 
 def test_library_on_both_backends(db_url: str, tmp_path: Path) -> None:
     """The collecting functions on SQLite and PostgreSQL give the same figures."""
+    from ledger.api import ingest_files as ingest
+    from ledger.report import chunk_report, diff_report, pack_report
     from ledger.store.access import change_grants, set_policy
     from ledger.store.build import build_pack
     from ledger.store.engine import make_engine, read_transaction
-    from ledger.api import ingest_files as ingest
     from ledger.store.packs import pack_json
-    from ledger.report import chunk_report, diff_report, pack_report
 
     engine = make_engine(db_url)
     try:
