@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.transcript import (
+from ledger.core.transcript import (
     Exchange,
     ExportInfo,
     Transcript,
@@ -482,7 +482,7 @@ def read_export(data: bytes, fmt: str, *, name: str = "<transcript>") -> Transcr
 def read_transcript(data: bytes, fmt: str | None, *, name: str = "<transcript>") -> Transcript:
     """The strict seed-003 parser when `fmt` is None, else the export reader for `fmt`."""
     if fmt is None:
-        from ledger.transcript import parse_transcript
+        from ledger.core.transcript import parse_transcript
 
         return parse_transcript(data, name=name)
     return read_export(data, fmt, name=name)
