@@ -574,6 +574,10 @@ def continuation_header(source_sha256: str) -> bytes:
     ).encode()
 
 
+FRAMING_BYTES = len(continuation_header("0" * 64))
+"""The header's size: the same for every source (its SHA-256 is 64 hex digits)."""
+
+
 def _fence(data: bytes, start: int, end: int) -> bytes:
     # Shortest run of 3+ backticks that does not occur in the payload: one longer
     # than its longest backtick run. `find` scans in C without copying; a
