@@ -103,12 +103,17 @@ def annotate_transcript(
     priorities = parse_assignments(assignments, transcript)
     if base is not None:
         if base == STDIN:
-            data, name = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode(), "<stdin>"
+            data, name = (
+                stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode(),
+                "<stdin>",
+            )
         else:
             data, name = safeio.read_input(base, what="base sidecar"), str(base)
         start = parse_sidecar(data, transcript, name=name)
         named = {arg.partition("=")[0] for arg in assignments}
-        priorities = {e.id: priorities[e.id] if e.id in named else start[e.id] for e in transcript.exchanges}
+        priorities = {
+            e.id: priorities[e.id] if e.id in named else start[e.id] for e in transcript.exchanges
+        }
     safeio.confirm_overwrite(existing, stdin=stdin, stdout=stdout)
     parent = sidecar.parent
     safeio.ensure_directory(parent)
@@ -191,8 +196,12 @@ def transcript_group() -> None:
     "standard input) and change only the exchanges named: re-annotation for scripts. "
     "PRIORITIES must still be a new file unless you confirm OVERWRITE at a terminal.",
 )
-@click.option("--json", "as_json", is_flag=True,
-              help="Print every exchange (id, priority, lines, marks, bytes) and what was skipped.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print every exchange (id, priority, lines, marks, bytes) and what was skipped.",
+)
 def annotate_command(
     source: Path,
     priorities: Path,

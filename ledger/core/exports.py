@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,7 +171,9 @@ def _claude_assistant(message: dict[str, Any]) -> Event:
     if isinstance(content, list):
         for number, block in enumerate(content, 1):
             if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-                raise _Fail(f"assistant content block {number} is not an object with a string 'type'")
+                raise _Fail(
+                    f"assistant content block {number} is not an object with a string 'type'"
+                )
             if block["type"] == "tool_use":
                 call = block.get("id")
                 if not isinstance(call, str) or not call:
@@ -241,7 +243,9 @@ _CODEX_CALLS: frozenset[str] = frozenset(
 _CODEX_OUTPUTS: frozenset[str] = frozenset(
     {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
 )
-_CODEX_ASSISTANT_ITEMS: frozenset[str] = frozenset({"reasoning", "web_search_call", "image_generation_call"})
+_CODEX_ASSISTANT_ITEMS: frozenset[str] = frozenset(
+    {"reasoning", "web_search_call", "image_generation_call"}
+)
 
 
 class _CodexReader:
@@ -254,7 +258,9 @@ class _CodexReader:
         kind = record.get("type")
         payload = record.get("payload")
         if not isinstance(kind, str) or not isinstance(payload, dict):
-            raise _Fail("record has no string 'type' and 'payload' object; not a Codex rollout line")
+            raise _Fail(
+                "record has no string 'type' and 'payload' object; not a Codex rollout line"
+            )
         ptype = payload.get("type")
         if kind == "session_meta":
             if self.session_id is None and isinstance(payload.get("id"), str):
@@ -334,8 +340,9 @@ def read_export(data: bytes, fmt: str, *, name: str = "<transcript>") -> Transcr
     UTF-8 or not a JSON object, a message record of the wrong shape, or a file
     with no message.
 
-    >>> t = read_export(b'{"type":"summary","summary":"s"}\\n'
-    ...                 b'{"type":"user","message":{"role":"user","content":"hi"}}\\n', "claude-code")
+    >>> data = (b'{"type":"summary","summary":"s"}\\n'
+    ...         b'{"type":"user","message":{"role":"user","content":"hi"}}\\n')
+    >>> t = read_export(data, "claude-code")
     >>> [(e.id, e.first_line, e.last_line, e.marks) for e in t.exchanges], dict(t.export.skipped)
     ([('e001', 2, 2, ('unanswered',))], {'summary': 1})
     """
@@ -350,7 +357,9 @@ def read_export(data: bytes, fmt: str, *, name: str = "<transcript>") -> Transcr
     if data.startswith(_BOM):
         raise fail(1, "starts with a UTF-8 byte-order mark; save the file as UTF-8 without BOM")
 
-    reader: _ClaudeReader | _CodexReader = _ClaudeReader() if fmt == "claude-code" else _CodexReader()
+    reader: _ClaudeReader | _CodexReader = (
+        _ClaudeReader() if fmt == "claude-code" else _CodexReader()
+    )
     classify: Callable[[dict[str, Any]], Event] = reader
     skipped: Counter[str] = Counter()
     exchanges: list[Exchange] = []

@@ -81,7 +81,9 @@ def _read(path: str, what: str) -> bytes:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def load_annotated(source: str, priorities: str | None, source_format: str | None = None) -> Annotated:
+def load_annotated(
+    source: str, priorities: str | None, source_format: str | None = None
+) -> Annotated:
     """Read a transcript and its sidecar (a stale sidecar is refused). Without a
     sidecar every exchange is `normal`. `source_format` is `--from` (None: the
     strict seed-003 contract)."""
@@ -109,7 +111,8 @@ def default_id_prefix(source: str, annotated: Annotated | None = None) -> str:
 def check_id_prefix(prefix: str) -> str:
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,48}", prefix):
         raise InputError(
-            f"--id-prefix {prefix!r}: lower-case letters, digits and '-', starting with a letter or digit"
+            f"--id-prefix {prefix!r}: lower-case letters, digits and '-', "
+            "starting with a letter or digit"
         )
     return prefix
 

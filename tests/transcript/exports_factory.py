@@ -53,19 +53,25 @@ def _cc(kind: str, content: Any, *, ts: str, session: str, **extra: Any) -> dict
     return rec
 
 
-def cc_prompt(text: str, *, ts: str = "2026-01-21T09:00:00.000Z", session: str = SESSION,
-              **extra: Any) -> dict[str, Any]:
+def cc_prompt(
+    text: str, *, ts: str = "2026-01-21T09:00:00.000Z", session: str = SESSION, **extra: Any
+) -> dict[str, Any]:
     return _cc("user", text, ts=ts, session=session, **extra)
 
 
-def cc_text(text: str, *, ts: str = "2026-01-21T09:00:01.000Z", session: str = SESSION,
-            **extra: Any) -> dict[str, Any]:
+def cc_text(
+    text: str, *, ts: str = "2026-01-21T09:00:01.000Z", session: str = SESSION, **extra: Any
+) -> dict[str, Any]:
     return _cc("assistant", [{"type": "text", "text": text}], ts=ts, session=session, **extra)
 
 
 def cc_thinking(*, ts: str = "2026-01-21T09:00:01.000Z") -> dict[str, Any]:
-    return _cc("assistant", [{"type": "thinking", "thinking": "hmm", "signature": "x"}],
-               ts=ts, session=SESSION)
+    return _cc(
+        "assistant",
+        [{"type": "thinking", "thinking": "hmm", "signature": "x"}],
+        ts=ts,
+        session=SESSION,
+    )
 
 
 def cc_tool_use(call: str, *, ts: str = "2026-01-21T09:00:02.000Z", **extra: Any) -> dict[str, Any]:
@@ -73,8 +79,14 @@ def cc_tool_use(call: str, *, ts: str = "2026-01-21T09:00:02.000Z", **extra: Any
     return _cc("assistant", [block], ts=ts, session=SESSION, **extra)
 
 
-def cc_tool_result(call: str, text: str = "out", *, ts: str = "2026-01-21T09:00:03.000Z",
-                   extra_blocks: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+def cc_tool_result(
+    call: str,
+    text: str = "out",
+    *,
+    ts: str = "2026-01-21T09:00:03.000Z",
+    extra_blocks: list[dict[str, Any]] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = [
         {"tool_use_id": call, "type": "tool_result", "content": text, "is_error": False}
     ]
@@ -86,25 +98,43 @@ def cc_summary(text: str = "Session summary") -> dict[str, Any]:
     return {"type": "summary", "summary": text, "leafUuid": "leaf-1"}
 
 
-def cc_queue(operation: str = "enqueue", content: str | None = "typed while busy") -> dict[str, Any]:
-    rec: dict[str, Any] = {"type": "queue-operation", "operation": operation,
-                           "timestamp": "2026-01-21T09:00:04.000Z", "sessionId": SESSION}
+def cc_queue(
+    operation: str = "enqueue", content: str | None = "typed while busy"
+) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "type": "queue-operation",
+        "operation": operation,
+        "timestamp": "2026-01-21T09:00:04.000Z",
+        "sessionId": SESSION,
+    }
     if content is not None:
         rec["content"] = content
     return rec
 
 
 def cc_snapshot() -> dict[str, Any]:
-    return {"type": "file-history-snapshot", "messageId": "m-1",
-            "snapshot": {"messageId": "m-1", "trackedFileBackups": {},
-                         "timestamp": "2026-01-21T09:00:00.000Z"},
-            "isSnapshotUpdate": False}
+    return {
+        "type": "file-history-snapshot",
+        "messageId": "m-1",
+        "snapshot": {
+            "messageId": "m-1",
+            "trackedFileBackups": {},
+            "timestamp": "2026-01-21T09:00:00.000Z",
+        },
+        "isSnapshotUpdate": False,
+    }
 
 
 def cc_system(subtype: str, content: str | None = None) -> dict[str, Any]:
-    rec: dict[str, Any] = {"parentUuid": None, "isSidechain": False, "type": "system",
-                           "subtype": subtype, "sessionId": SESSION,
-                           "timestamp": "2026-01-21T09:00:05.000Z", "uuid": f"s-{subtype}"}
+    rec: dict[str, Any] = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "type": "system",
+        "subtype": subtype,
+        "sessionId": SESSION,
+        "timestamp": "2026-01-21T09:00:05.000Z",
+        "uuid": f"s-{subtype}",
+    }
     if content is not None:
         rec["content"] = content
         rec["level"] = "info"
@@ -120,10 +150,20 @@ def cx(kind: str, payload: dict[str, Any], ts: str = "2026-05-11T10:00:00.000Z")
     return {"timestamp": ts, "type": kind, "payload": payload}
 
 
-def cx_meta(session: str = "019e1695-0522-7c83-8b39-0dd379793f80",
-            ts: str = "2026-05-11T10:00:00.000Z") -> dict[str, Any]:
-    return cx("session_meta", {"id": session, "timestamp": ts, "cwd": "/repo",
-                               "originator": "codex_cli_rs", "cli_version": "0.128.0"}, ts)
+def cx_meta(
+    session: str = "019e1695-0522-7c83-8b39-0dd379793f80", ts: str = "2026-05-11T10:00:00.000Z"
+) -> dict[str, Any]:
+    return cx(
+        "session_meta",
+        {
+            "id": session,
+            "timestamp": ts,
+            "cwd": "/repo",
+            "originator": "codex_cli_rs",
+            "cli_version": "0.128.0",
+        },
+        ts,
+    )
 
 
 def cx_turn_context() -> dict[str, Any]:
@@ -135,8 +175,11 @@ def cx_event(ptype: str, ts: str = "2026-05-11T10:00:01.000Z", **fields: Any) ->
 
 
 def cx_user_item(text: str, ts: str = "2026-05-11T10:00:01.000Z") -> dict[str, Any]:
-    return cx("response_item", {"type": "message", "role": "user",
-                                "content": [{"type": "input_text", "text": text}]}, ts)
+    return cx(
+        "response_item",
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+        ts,
+    )
 
 
 def cx_prompt(text: str, ts: str = "2026-05-11T10:00:01.000Z") -> list[dict[str, Any]]:
@@ -145,13 +188,22 @@ def cx_prompt(text: str, ts: str = "2026-05-11T10:00:01.000Z") -> list[dict[str,
 
 
 def cx_developer(text: str = "<permissions instructions>sandboxed") -> dict[str, Any]:
-    return cx("response_item", {"type": "message", "role": "developer",
-                                "content": [{"type": "input_text", "text": text}]})
+    return cx(
+        "response_item",
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": text}]},
+    )
 
 
 def cx_answer(text: str, ts: str = "2026-05-11T10:00:03.000Z") -> dict[str, Any]:
-    return cx("response_item", {"type": "message", "role": "assistant",
-                                "content": [{"type": "output_text", "text": text}]}, ts)
+    return cx(
+        "response_item",
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text}],
+        },
+        ts,
+    )
 
 
 def cx_reasoning() -> dict[str, Any]:

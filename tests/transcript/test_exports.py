@@ -274,19 +274,34 @@ def test_claude_records_without_a_message_are_skipped_and_counted(
         cc_prompt("Stop hook feedback:\n- tests are failing, fix them"),
         cc_prompt("<system-reminder>The todo list is empty</system-reminder>"),
         cc_prompt("Caveat: the messages below were generated", isMeta=True),
-        cc_prompt("This session is being continued from a previous conversation",
-                  isCompactSummary=True),
+        cc_prompt(
+            "This session is being continued from a previous conversation", isCompactSummary=True
+        ),
         cc_prompt("<local-command-stdout>done</local-command-stdout>"),
         cc_system("stop_hook_summary", "Stop hook ran: 1 hook, exit 2"),
         cc_system("compact_boundary", "Conversation compacted"),
         {"type": "attachment", "attachment": {"type": "hook_additional_context"}},
     ],
-    ids=["stop-hook", "system-reminder", "isMeta", "compact-summary", "local-stdout",
-         "system-hook", "system-compact", "attachment"],
+    ids=[
+        "stop-hook",
+        "system-reminder",
+        "isMeta",
+        "compact-summary",
+        "local-stdout",
+        "system-hook",
+        "system-compact",
+        "attachment",
+    ],
 )
 def test_claude_injected_messages_join_the_exchange_in_progress(injected: dict[str, Any]) -> None:
-    got = cc(cc_prompt("the task"), cc_text("working"), injected, cc_text("fixed"),
-             cc_prompt("next"), cc_text("ok"))
+    got = cc(
+        cc_prompt("the task"),
+        cc_text("working"),
+        injected,
+        cc_text("fixed"),
+        cc_prompt("next"),
+        cc_text("ok"),
+    )
     assert got == [(1, 4, ("injected",)), (5, 6, ())]
     assert cc_skipped(cc_prompt("the task"), injected, cc_text("a")) == {}
 
@@ -295,8 +310,15 @@ def test_hook_feedback_keeps_the_task_whole_within_its_budget() -> None:
     """The issue's case: a big task, then "Stop hook feedback". One exchange; at
     exactly its framed cost the continuation holds the task and the complaint."""
     task = "implement the feature " + "with care " * 2000
-    data = jsonl(cc_prompt(task), cc_thinking(), cc_tool_use("t1"), cc_tool_result("t1"),
-                 cc_text("done"), cc_prompt("Stop hook feedback:\nlint fails"), cc_text("fixed"))
+    data = jsonl(
+        cc_prompt(task),
+        cc_thinking(),
+        cc_tool_use("t1"),
+        cc_tool_result("t1"),
+        cc_text("done"),
+        cc_prompt("Stop hook feedback:\nlint fails"),
+        cc_text("fixed"),
+    )
     t = read_export(data, "claude-code")
     assert [(e.first_line, e.last_line) for e in t.exchanges] == [(1, 7)]
     cost = framed_cost(t, t.exchanges[0], "normal")
@@ -307,14 +329,16 @@ def test_hook_feedback_keeps_the_task_whole_within_its_budget() -> None:
 
 
 def test_prompt_after_an_unanswered_tool_result_closes_the_exchange_as_interrupted() -> None:
-    got = cc(cc_prompt("p1"), cc_tool_use("t1"), cc_tool_result("t1"), cc_prompt("p2"),
-             cc_text("a2"))
+    got = cc(
+        cc_prompt("p1"), cc_tool_use("t1"), cc_tool_result("t1"), cc_prompt("p2"), cc_text("a2")
+    )
     assert got == [(1, 3, ("interrupted",)), (4, 5, ())]
 
 
 def test_prompt_while_a_tool_call_is_outstanding_is_interrupted() -> None:
-    got = cc(cc_prompt("p1"), cc_text("let me look"), cc_tool_use("t1"), cc_prompt("p2"),
-             cc_text("a2"))
+    got = cc(
+        cc_prompt("p1"), cc_text("let me look"), cc_tool_use("t1"), cc_prompt("p2"), cc_text("a2")
+    )
     assert got == [(1, 3, ("interrupted",)), (4, 5, ())]
 
 
@@ -325,7 +349,9 @@ def test_request_interrupted_by_user_marks_the_exchange() -> None:
         (4, 5, ()),
     ]
     # Beside a tool result (as the tool writes it for an interrupted tool use).
-    beside = cc_tool_result("t1", extra_blocks=[{"type": "text", "text": "[Request interrupted by user for tool use]"}])
+    beside = cc_tool_result(
+        "t1", extra_blocks=[{"type": "text", "text": "[Request interrupted by user for tool use]"}]
+    )
     assert cc(cc_prompt("p1"), cc_tool_use("t1"), beside, cc_prompt("p2"), cc_text("a")) == [
         (1, 3, ("interrupted",)),
         (4, 5, ()),
@@ -345,10 +371,18 @@ def test_final_prompt_without_answer_is_kept_and_marked_unanswered() -> None:
 
 def test_sidechain_records_in_a_main_session_stay_with_their_exchange() -> None:
     side = {"isSidechain": True}
-    got = cc(cc_prompt("p1"), cc_tool_use("task1"), cc_prompt("subagent prompt", **side),
-             cc_tool_use("inner", **side), cc_tool_result("inner", **side),
-             cc_text("subagent done", **side), cc_tool_result("task1"), cc_text("a1"),
-             cc_prompt("p2"), cc_text("a2"))
+    got = cc(
+        cc_prompt("p1"),
+        cc_tool_use("task1"),
+        cc_prompt("subagent prompt", **side),
+        cc_tool_use("inner", **side),
+        cc_tool_result("inner", **side),
+        cc_text("subagent done", **side),
+        cc_tool_result("task1"),
+        cc_text("a1"),
+        cc_prompt("p2"),
+        cc_text("a2"),
+    )
     assert got == [(1, 8, ("injected", "sidechain")), (9, 10, ())]
 
 
@@ -374,7 +408,11 @@ def test_blank_lines_are_counted_not_refused() -> None:
         (jsonl(cc_prompt("p")) + b"{not json\n", 2, "invalid JSON"),
         (jsonl(cc_prompt("p")) + b"[1, 2]\n", 2, "not an object"),
         (jsonl(cc_prompt("p")) + b'{"type": "user"}\n', 2, "no 'message' object"),
-        (jsonl(cc_prompt("p")) + b'{"type":"user","message":{"content":7}}\n', 2, "string or a list"),
+        (
+            jsonl(cc_prompt("p")) + b'{"type":"user","message":{"content":7}}\n',
+            2,
+            "string or a list",
+        ),
         (jsonl(cc_prompt("p")) + b'{"a": 1, "a": 2}\n', 2, "duplicate JSON key"),
         (jsonl(cc_prompt("p")) + b"\xff\n", 2, "invalid UTF-8"),
         (jsonl(cc_summary(), cc_snapshot()), 2, "no message record"),
@@ -407,8 +445,10 @@ def cxr(*records: dict[str, Any]) -> list[tuple[int, int, tuple[str, ...]]]:
         (cx_event("agent_message", message="dup"), "event_msg:agent_message"),
         (cx_event("task_started"), "event_msg:task_started"),
         (cx_event("exec_command_end", exit_code=0), "event_msg:exec_command_end"),
-        (cx("response_item", {"type": "ghost_snapshot", "ghost_commit": {}}),
-         "response_item:ghost_snapshot"),
+        (
+            cx("response_item", {"type": "ghost_snapshot", "ghost_commit": {}}),
+            "response_item:ghost_snapshot",
+        ),
         (cx("something_new", {"type": "x"}), "something_new"),
     ],
 )
@@ -449,14 +489,21 @@ def test_codex_injected_messages_never_open_an_exchange(injected: dict[str, Any]
     ]
 
 
-@pytest.mark.parametrize(("call", "output"), [("function_call", "function_call_output"),
-                                              ("custom_tool_call", "custom_tool_call_output")])
+@pytest.mark.parametrize(
+    ("call", "output"),
+    [("function_call", "function_call_output"), ("custom_tool_call", "custom_tool_call_output")],
+)
 def test_codex_tool_calls_pair_with_outputs(call: str, output: str) -> None:
     answered = [*cx_prompt("p"), cx_call("c1", call), cx_output("c1", output), cx_answer("a")]
     assert cxr(*answered) == [(1, 5, ())]
     # A prompt while the output waits for the assistant, or the call for its output.
-    assert cxr(*cx_prompt("p"), cx_call("c1", call), cx_output("c1", output), *cx_prompt("q"),
-               cx_answer("b")) == [(1, 4, ("interrupted",)), (5, 7, ())]
+    assert cxr(
+        *cx_prompt("p"),
+        cx_call("c1", call),
+        cx_output("c1", output),
+        *cx_prompt("q"),
+        cx_answer("b"),
+    ) == [(1, 4, ("interrupted",)), (5, 7, ())]
     assert cxr(*cx_prompt("p"), cx_call("c1", call), *cx_prompt("q"), cx_answer("b")) == [
         (1, 3, ("interrupted",)),
         (4, 6, ()),
@@ -464,8 +511,12 @@ def test_codex_tool_calls_pair_with_outputs(call: str, output: str) -> None:
 
 
 def test_codex_turn_aborted_and_unanswered_final_prompt() -> None:
-    assert cxr(*cx_prompt("p"), cx_answer("partial"), cx_event("turn_aborted", reason="interrupted"),
-               *cx_prompt("q")) == [(1, 3, ("interrupted",)), (5, 6, ("unanswered",))]
+    assert cxr(
+        *cx_prompt("p"),
+        cx_answer("partial"),
+        cx_event("turn_aborted", reason="interrupted"),
+        *cx_prompt("q"),
+    ) == [(1, 3, ("interrupted",)), (5, 6, ("unanswered",))]
 
 
 def test_codex_record_without_payload_is_refused() -> None:
@@ -491,7 +542,9 @@ def test_session_slugs_never_collide() -> None:
 
 
 def test_dates_come_from_the_timestamps() -> None:
-    data = jsonl(cc_prompt("p", ts="2026-01-21T23:59:00.000Z"), cc_text("a", ts="2026-01-22T00:01:00Z"))
+    data = jsonl(
+        cc_prompt("p", ts="2026-01-21T23:59:00.000Z"), cc_text("a", ts="2026-01-22T00:01:00Z")
+    )
     t = read_export(data, "claude-code")
     assert transcript_date(t) == ("2026-01-21", "2026-01-22")
     undated = jsonl({"type": "user", "message": {"role": "user", "content": "p"}})

@@ -58,16 +58,21 @@ def test_annotate_json_carries_lines_marks_and_skipped(tmp_path: Path) -> None:
     sidecar = json.loads((tmp_path / "p.json").read_text())
     assert sidecar["priorities"] == {"e001": "normal", "e002": "pinned"}
     # The plain output names what was skipped, on stderr.
-    proc = run_ledger("transcript", "annotate", "--from", "claude-code", str(SAMPLE),
-                      str(tmp_path / "q.json"))
+    proc = run_ledger(
+        "transcript", "annotate", "--from", "claude-code", str(SAMPLE), str(tmp_path / "q.json")
+    )
     assert proc.returncode == 0 and proc.stdout.startswith("2 exchanges (0 pinned, 2 normal")
     assert "summary 1" in proc.stderr
 
 
 @pytest.mark.parametrize(
     ("source", "fmt"),
-    [(SAMPLE, "claude-code"), (SESSION_9E, "claude-code"), (ROLLOUT, "codex"),
-     (CODEX / "turn-2.jsonl", "codex")],
+    [
+        (SAMPLE, "claude-code"),
+        (SESSION_9E, "claude-code"),
+        (ROLLOUT, "codex"),
+        (CODEX / "turn-2.jsonl", "codex"),
+    ],
     ids=lambda v: getattr(v, "name", v),
 )
 def test_export_from_a_real_file_is_verbatim_and_lists_every_exchange(
@@ -76,8 +81,16 @@ def test_export_from_a_real_file_is_verbatim_and_lists_every_exchange(
     before = source.read_bytes()
     sidecar = tmp_path / "p.json"
     doc = annotate_json("--from", fmt, source, sidecar)
-    proc = run_ledger("transcript", "export", "--from", fmt, str(source), str(sidecar),
-                      str(10**8), str(tmp_path / "out"))
+    proc = run_ledger(
+        "transcript",
+        "export",
+        "--from",
+        fmt,
+        str(source),
+        str(sidecar),
+        str(10**8),
+        str(tmp_path / "out"),
+    )
     assert proc.returncode == 0, proc.stderr
     original = file_lines(before)
     out = (tmp_path / "out" / "continuation.md").read_bytes()
@@ -98,57 +111,118 @@ def test_export_from_a_real_file_is_verbatim_and_lists_every_exchange(
 def test_export_within_a_budget_omits_whole_exchanges_and_says_which(tmp_path: Path) -> None:
     sidecar = tmp_path / "p.json"
     annotate_json("--from", "claude-code", SESSION_9E, sidecar, "e003=pinned")
-    full = run_ledger("transcript", "export", "--from", "claude-code", str(SESSION_9E),
-                      str(sidecar), str(10**8), str(tmp_path / "all"), check=True)
+    full = run_ledger(
+        "transcript",
+        "export",
+        "--from",
+        "claude-code",
+        str(SESSION_9E),
+        str(sidecar),
+        str(10**8),
+        str(tmp_path / "all"),
+        check=True,
+    )
     assert full.returncode == 0
     everything = json.loads((tmp_path / "all" / "omissions.json").read_text())
     costs = {e["id"]: e["framedBytes"] for e in everything["exchanges"]}
     budget = everything["framingBytes"] + sum(costs.values()) - 1  # one byte short for e002
-    run_ledger("transcript", "export", "--from", "claude-code", str(SESSION_9E), str(sidecar),
-               str(budget), str(tmp_path / "out"), check=True)
+    run_ledger(
+        "transcript",
+        "export",
+        "--from",
+        "claude-code",
+        str(SESSION_9E),
+        str(sidecar),
+        str(budget),
+        str(tmp_path / "out"),
+        check=True,
+    )
     manifest = json.loads((tmp_path / "out" / "omissions.json").read_text())
     status = {e["id"]: (e["status"], e["reason"]) for e in manifest["exchanges"]}
-    assert status == {"e001": ("selected", "selected"), "e002": ("omitted", "budget"),
-                      "e003": ("selected", "selected")}
+    assert status == {
+        "e001": ("selected", "selected"),
+        "e002": ("omitted", "budget"),
+        "e003": ("selected", "selected"),
+    }
     assert len((tmp_path / "out" / "continuation.md").read_bytes()) == budget + 1 - costs["e002"]
-    assert manifest["exchanges"][1]["detail"] == {"needed": costs["e002"],
-                                                  "remaining": costs["e002"] - 1}
+    assert manifest["exchanges"][1]["detail"] == {
+        "needed": costs["e002"],
+        "remaining": costs["e002"] - 1,
+    }
 
 
 def test_scriptable_reannotation_keeps_the_refusal_to_overwrite(tmp_path: Path) -> None:
     first = tmp_path / "p1.json"
     annotate_json("--from", "codex", ROLLOUT, first, "e001=pinned", "e003=aside")
     # From the old sidecar to a new one, changing only what is named.
-    doc = annotate_json("--from", "codex", ROLLOUT, tmp_path / "p2.json", "--base", first,
-                        "e002=aside")
+    doc = annotate_json(
+        "--from", "codex", ROLLOUT, tmp_path / "p2.json", "--base", first, "e002=aside"
+    )
     assert [e["priority"] for e in doc["exchanges"]] == ["pinned", "aside", "aside"]
     # The old sidecar, edited by a script, from standard input.
     edited = json.loads(first.read_text())
     edited["priorities"]["e001"] = "normal"
-    proc = run_ledger("transcript", "annotate", "--from", "codex", str(ROLLOUT),
-                      str(tmp_path / "p3.json"), "--base", "-", "--json",
-                      input=json.dumps(edited).encode())
+    proc = run_ledger(
+        "transcript",
+        "annotate",
+        "--from",
+        "codex",
+        str(ROLLOUT),
+        str(tmp_path / "p3.json"),
+        "--base",
+        "-",
+        "--json",
+        input=json.dumps(edited).encode(),
+    )
     assert proc.returncode == 0, proc.stderr
     assert [e["priority"] for e in json.loads(proc.stdout)["exchanges"]] == [
-        "normal", "normal", "aside"
+        "normal",
+        "normal",
+        "aside",
     ]
     # Writing over an existing sidecar without a terminal is still refused.
     before = (tmp_path / "p2.json").read_bytes()
-    refused = run_ledger("transcript", "annotate", "--from", "codex", str(ROLLOUT),
-                         str(tmp_path / "p2.json"), "--base", str(first), "e002=pinned")
+    refused = run_ledger(
+        "transcript",
+        "annotate",
+        "--from",
+        "codex",
+        str(ROLLOUT),
+        str(tmp_path / "p2.json"),
+        "--base",
+        str(first),
+        "e002=pinned",
+    )
     assert refused.returncode == 1 and "refusing to replace without a terminal" in one_error_line(
         refused.stderr
     )
     assert (tmp_path / "p2.json").read_bytes() == before
     # In place (the base is the output) is refused as aliasing the input.
-    inplace = run_ledger("transcript", "annotate", "--from", "codex", str(ROLLOUT), str(first),
-                         "--base", str(first), "e002=pinned")
+    inplace = run_ledger(
+        "transcript",
+        "annotate",
+        "--from",
+        "codex",
+        str(ROLLOUT),
+        str(first),
+        "--base",
+        str(first),
+        "e002=pinned",
+    )
     assert inplace.returncode == 1 and "same path as the input" in one_error_line(inplace.stderr)
     # A base sidecar of other source bytes is refused as stale.
     other = tmp_path / "s.json"
     annotate_json("--from", "claude-code", SAMPLE, other)
-    stale = run_ledger("transcript", "annotate", "--from", "codex", str(ROLLOUT),
-                       str(tmp_path / "p4.json"), "--base", str(other))
+    stale = run_ledger(
+        "transcript",
+        "annotate",
+        "--from",
+        "codex",
+        str(ROLLOUT),
+        str(tmp_path / "p4.json"),
+        "--base",
+        str(other),
+    )
     assert stale.returncode == 1 and "source changed" in one_error_line(stale.stderr)
     assert not (tmp_path / "p4.json").exists()
 
@@ -157,7 +231,9 @@ def test_without_from_the_strict_contract_refuses_the_export(tmp_path: Path) -> 
     proc = run_ledger("transcript", "annotate", str(SAMPLE), str(tmp_path / "p.json"))
     assert proc.returncode == 1 and "line 1: metadata record" in one_error_line(proc.stderr)
     assert not (tmp_path / "p.json").exists()
-    bad = run_ledger("transcript", "annotate", "--from", "gemini", str(SAMPLE), str(tmp_path / "p.json"))
+    bad = run_ledger(
+        "transcript", "annotate", "--from", "gemini", str(SAMPLE), str(tmp_path / "p.json")
+    )
     assert bad.returncode == 2
 
 
@@ -198,8 +274,11 @@ def _session_file(path: Path, session: str, day: str, words: str) -> Path:
     records = [cc_summary()]
     for n in range(3):
         records += [
-            cc_prompt(f"{words} {n} " + "context " * (40 * (n + 1)), ts=f"{day}T09:0{n}:00Z",
-                      session=session),
+            cc_prompt(
+                f"{words} {n} " + "context " * (40 * (n + 1)),
+                ts=f"{day}T09:0{n}:00Z",
+                session=session,
+            ),
             cc_tool_use(f"{session}-t{n}", ts=f"{day}T09:0{n}:10Z", sessionId=session),
             cc_tool_result(f"{session}-t{n}", ts=f"{day}T09:0{n}:20Z", sessionId=session),
             cc_text(f"done {n}", ts=f"{day}T09:0{n}:30Z", session=session),
@@ -214,10 +293,12 @@ def test_two_sessions_never_share_ids_and_why_evicted_tells_them_apart(
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     # The two files, whose names once both became `my-session-e001...`.
-    one = _session_file(tmp_path / "a" / "My_Session.2026-01-21.jsonl", "My_Session",
-                        "2026-01-21", "first")
-    two = _session_file(tmp_path / "b" / "My_Session.2026-01-22.jsonl", "my-session",
-                        "2026-01-22", "second")
+    one = _session_file(
+        tmp_path / "a" / "My_Session.2026-01-21.jsonl", "My_Session", "2026-01-21", "first"
+    )
+    two = _session_file(
+        tmp_path / "b" / "My_Session.2026-01-22.jsonl", "my-session", "2026-01-22", "second"
+    )
     _ingest(db_url, one, "claude-code")
     _ingest(db_url, two, "claude-code")
     ids = sorted(c["id"] for c in ledger_json("chunks", db=db_url)["chunks"])
@@ -269,7 +350,9 @@ def test_the_hinted_budget_of_a_transcript_pack_admits_the_exchange(
     assert target in [a["id"] for a in again["admitted"]]
     short = _build(db_url, source, "claude-code", sidecar, step["budget"] - 1)
     assert target not in [a["id"] for a in short["admitted"]]
-    text = run_ledger("why-evicted", target, "--pack", str(pack["pack"]), db=db_url, check=True).stdout
+    text = run_ledger(
+        "why-evicted", target, "--pack", str(pack["pack"]), db=db_url, check=True
+    ).stdout
     assert f"to {step['budget']}" in text
 
 
