@@ -171,7 +171,10 @@ def transcript_group() -> None:
     message-wrapped records ({"type": "user"|"assistant", "message": {...}} with
     tool_use/tool_result blocks). Exchanges (a user prompt up to the assistant's
     response before the next prompt) are numbered e001, e002, ... in source order.
-    Anything outside that contract fails closed, naming the line.
+    Anything outside that contract fails closed, naming the line. With
+    --from claude-code|codex, a real Claude Code session or Codex rollout is
+    read as it is instead (records without a message skipped and counted,
+    interrupted and unanswered exchanges kept and marked; see the README).
 
     Existing outputs are replaced only after typing OVERWRITE at a terminal;
     without a terminal they are refused (there is no force flag). The source is
@@ -180,6 +183,7 @@ def transcript_group() -> None:
     \b
     ledger transcript annotate chat.jsonl priorities.json e001=pinned e003=aside
     ledger transcript export chat.jsonl priorities.json 20000 ./out
+    ledger transcript annotate --from claude-code SESSION.jsonl p.json --json
     """
 
 
