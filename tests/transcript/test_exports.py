@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ledger.core.exports import read_export, read_transcript, session_slug, transcript_date
-from ledger.transcript import (
+from ledger.core.transcript import (
     FRAMING_BYTES,
     TranscriptError,
     continuation_bytes,
