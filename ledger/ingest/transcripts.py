@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.canonical import digest_value
-from ledger.core.exports import read_transcript, session_slug, transcript_date
 from ledger.core.errors import InputError
+from ledger.core.exports import read_transcript, session_slug, transcript_date
 from ledger.core.transcript import (
     Transcript,
     continuation_header,
