@@ -103,7 +103,9 @@ def default_id_prefix(source: str, annotated: Annotated | None = None) -> str:
     slug = None if annotated is None else annotated.session_slug
     if slug is not None:
         return slug + "-"
-    stem = os.path.basename(source).split(".", 1)[0].lower()
+    # The whole name but its extension: `My_Session.2026-01-21.jsonl` and
+    # `...-22.jsonl` are two transcripts, not two versions of one.
+    stem = os.path.splitext(os.path.basename(source))[0].lower()
     stem = _NOT_ID.sub("-", stem).strip("-")[:40].strip("-")
     return (stem or "transcript") + "-"
 

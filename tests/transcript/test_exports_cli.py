@@ -327,6 +327,24 @@ def test_two_sessions_never_share_ids_and_why_evicted_tells_them_apart(
     assert "every pack was built at an earlier ledger time" not in plain
 
 
+def test_strict_transcripts_named_by_day_get_their_own_ids(db_url: str, tmp_path: Path) -> None:
+    from .factory import ExchangeSpec, build_transcript
+
+    for day in ("21", "22"):
+        data, _ = build_transcript([ExchangeSpec("plain", f"day {day}")])
+        (tmp_path / f"My_Session.2026-01-{day}.jsonl").write_bytes(data)
+        run_ledger(
+            "ingest",
+            "--format",
+            "transcript",
+            str(tmp_path / f"My_Session.2026-01-{day}.jsonl"),
+            db=db_url,
+            check=True,
+        )
+    ids = sorted(c["id"] for c in ledger_json("chunks", db=db_url)["chunks"])
+    assert ids == ["my-session-2026-01-21-e001", "my-session-2026-01-22-e001"]
+
+
 def test_the_hinted_budget_of_a_transcript_pack_admits_the_exchange(
     db_url: str, tmp_path: Path
 ) -> None:
