@@ -255,9 +255,10 @@ def annotate_command(
         skipped = transcript.export.skipped
         shown = ", ".join(f"{k} {v}" for k, v in skipped.items()) or "none"
         marked = sum(1 for e in transcript.exchanges if e.marks)
+        total = sum(skipped.values())
         click.echo(
-            f"skipped {sum(skipped.values())} records without a message ({shown}); "
-            f"{marked} exchanges marked (see --json)",
+            f"skipped {total} record{'' if total == 1 else 's'} without a message ({shown}); "
+            f"{marked} exchange{'' if marked == 1 else 's'} marked (see --json)",
             err=True,
         )
 
