@@ -379,3 +379,14 @@ def test_from_goes_with_format_transcript(db_url: str) -> None:
     assert proc.returncode == 1 and "--format transcript" in one_error_line(proc.stderr)
     proc = run_ledger("build", "--as-of", "2026-01-01", "--from", "codex", db=db_url)
     assert proc.returncode == 2
+
+
+def test_python_api_reads_exports_too(tmp_path: Path) -> None:
+    import ledger
+
+    with ledger.open(str(tmp_path / "api.db"), create=True) as lg:
+        got = lg.ingest_paths([ROLLOUT], format="transcript", source_format="codex")
+        assert got.to_json()["new"] == 3
+        pack = lg.build_transcript(ROLLOUT, budget=10**7, source_format="codex").to_json()
+    assert pack["as_of"] == "2026-05-11" and pack["subject"] == ROLLOUT_SESSION
+    assert [a["id"] for a in pack["admitted"]] == [f"{ROLLOUT_SESSION}-e00{n}" for n in (1, 2, 3)]
