@@ -32,8 +32,9 @@ if TYPE_CHECKING:
               help="With --format transcript: chunk ids are PREFIX + e001, ... (default: the file's "
                    "name, e.g. chat- for chat.jsonl).")
 @click.option("--from", "source_format", type=click.Choice(["claude-code", "codex"]), default=None,
-              help="With --format transcript: read a real Claude Code session or Codex rollout as it "
-                   "is (see `ledger transcript annotate --help`); chunk ids are <session>-e001, ...")
+              help="With --format transcript: read a real Claude Code session or Codex rollout "
+                   "as it is (see `ledger transcript annotate --help`); chunk ids are "
+                   "<session>-e001, ...")
 @json_option
 @pass_ledger
 def ingest_command(

@@ -270,7 +270,10 @@ def _iter_transcript(
     from ledger.ingest.transcripts import check_id_prefix, default_id_prefix, exchange_records, load_annotated
 
     annotated = load_annotated(path, priorities, source_format)
-    prefix = check_id_prefix(id_prefix) if id_prefix is not None else default_id_prefix(path, annotated)
+    if id_prefix is not None:
+        prefix = check_id_prefix(id_prefix)
+    else:
+        prefix = default_id_prefix(path, annotated)
     export = annotated.transcript.export
     if export is not None and notes is not None:
         shown = ", ".join(f"{k} {v}" for k, v in export.skipped.items()) or "none"

@@ -60,7 +60,10 @@ def resolve_ref(conn: Connection, ref: str) -> list[Any]:
     """The versions a REF names: a chunk id, a full content or record digest, or a
     unique hex prefix (8+ characters) of one. Ambiguous prefixes are refused."""
     c = versions.c
-    cols = [c.vid, c.chunk_id, c.source_version, c.record_digest, c.content_digest, c.batch_seq, c.source_uri]
+    cols = [
+        c.vid, c.chunk_id, c.source_version, c.record_digest, c.content_digest, c.batch_seq,
+        c.source_uri,
+    ]
     rows = conn.execute(select(*cols).where(c.chunk_id == ref).order_by(c.vid)).all()
     if rows:
         return rows
@@ -236,7 +239,9 @@ class _DetailRow:
         return getattr(self._v, name)
 
 
-def _not_considered_why(conn: Connection, v: Any, pack_no: int | None, last_pack: Any, head_seq: int) -> str:
+def _not_considered_why(
+    conn: Connection, v: Any, pack_no: int | None, last_pack: Any, head_seq: int
+) -> str:
     if pack_no is not None:
         return f"pack {pack_no} did not consider this version"
     if last_pack is None:
@@ -256,8 +261,9 @@ def _not_considered_why(conn: Connection, v: Any, pack_no: int | None, last_pack
     if last_pack is None:
         if transcript:
             return (
-                "no pack was built from this transcript annotation (every pack is of documents or of "
-                "another transcript or annotation); run `ledger build --transcript` with this sidecar"
+                "no pack was built from this transcript annotation (every pack is of documents "
+                "or of another transcript or annotation); run `ledger build --transcript` "
+                "with this sidecar"
             )
         return "no document pack has been built yet (every pack is a transcript continuation)"
     if v.batch_seq > last_pack.ledger_mark:
