@@ -31,11 +31,15 @@ if TYPE_CHECKING:
 @click.option("--id-prefix", metavar="PREFIX",
               help="With --format transcript: chunk ids are PREFIX + e001, ... (default: the file's "
                    "name, e.g. chat- for chat.jsonl).")
+@click.option("--from", "source_format", type=click.Choice(["claude-code", "codex"]), default=None,
+              help="With --format transcript: read a real Claude Code session or Codex rollout "
+                   "as it is (see `ledger transcript annotate --help`); chunk ids are "
+                   "<session>-e001, ...")
 @json_option
 @pass_ledger
 def ingest_command(
     lg: Ledger, files: tuple[str, ...], fmt: str, priorities: str | None,
-    id_prefix: str | None, as_json: bool,
+    id_prefix: str | None, source_format: str | None, as_json: bool,
 ) -> None:
     """Store chunk versions: all or nothing per run, one ingest entry in the chain.
 
@@ -46,11 +50,13 @@ def ingest_command(
     ledger ingest fixtures/seed001-chunks.json
     ledger ingest --json exports/*.jsonl
     ledger ingest --format transcript chat.jsonl --priorities chat.priorities.json
+    ledger ingest --format transcript --from claude-code SESSION.jsonl --priorities p.json
     """
     total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
     with byte_progress(total, "ingest") as progress:
         summary = lg.ingest_paths(
-            files, format=fmt, progress=progress, priorities=priorities, id_prefix=id_prefix
+            files, format=fmt, progress=progress, priorities=priorities, id_prefix=id_prefix,
+            source_format=source_format,
         )
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)
