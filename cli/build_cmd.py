@@ -29,12 +29,15 @@ if TYPE_CHECKING:
                    "--format transcript; --budget counts the bytes of the whole continuation.md.")
 @click.option("--priorities", type=click.Path(dir_okay=False), metavar="SIDECAR.json",
               help="With --transcript: the priorities sidecar it was ingested with.")
+@click.option("--from", "source_format", type=click.Choice(["claude-code", "codex"]), default=None,
+              help="With --transcript: SOURCE is a real Claude Code session or Codex rollout (as "
+                   "ingested with --from); the pack is as of its last day, subject its session.")
 @json_option
 @pass_ledger
 def build_command(
     lg: Ledger, as_of: str | None, subject: str, budget: int | None, counter: str,
     ledger_at: int | None, batch: str | None, keep_going: bool, transcript: str | None,
-    priorities: str | None, as_json: bool,
+    priorities: str | None, source_format: str | None, as_json: bool,
 ) -> None:
     """Select for a subject on a date, record the pack with every decision, print it.
 
@@ -47,12 +50,15 @@ def build_command(
     ledger build --as-of 2026-07-21 --subject alice --budget 4000 --json
     ledger build --batch nightly.jsonl --keep-going
     ledger build --transcript chat.jsonl --priorities chat.priorities.json --budget 20000
+    ledger build --transcript --from codex rollout.jsonl --priorities p.json --budget 20000
     """
     if transcript is not None:
-        _build_transcript(lg, transcript, priorities, budget, subject, ledger_at, as_of, batch, as_json)
+        _build_transcript(
+            lg, transcript, priorities, budget, subject, ledger_at, as_of, batch, as_json, source_format
+        )
         return
-    if priorities is not None:
-        raise click.UsageError("--priorities goes with --transcript")
+    if priorities is not None or source_format is not None:
+        raise click.UsageError("--priorities and --from go with --transcript")
 
     if batch is not None:
         ctx = click.get_current_context()
@@ -87,15 +93,21 @@ def _print_pack(pack: Any, as_json: bool) -> None:
 def _build_transcript(
     lg: Ledger, source: str, priorities: str | None, budget: int | None, subject: str,
     ledger_at: int | None, as_of: str | None, batch: str | None, as_json: bool,
+    source_format: str | None = None,
 ) -> None:
     if as_of is not None or batch is not None:
         raise click.UsageError("--transcript builds one continuation: drop --as-of/--batch")
     if budget is None:
         raise click.UsageError("--transcript needs --budget BYTES (the size of the whole continuation.md)")
     ctx = click.get_current_context()
+    chosen: str | None = subject
     if ctx.get_parameter_source("subject") == click.core.ParameterSource.DEFAULT:
-        subject = "transcript"
-    pack = lg.build_transcript(source, priorities, budget=budget, subject=subject, ledger_at=ledger_at)
+        # An export's pack is named after its session; a strict transcript's "transcript".
+        chosen = None if source_format else "transcript"
+    pack = lg.build_transcript(
+        source, priorities, budget=budget, subject=chosen, ledger_at=ledger_at,
+        source_format=source_format,
+    )
     _print_pack(pack, as_json)
 
 

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 @click.option("--id-prefix", metavar="PREFIX",
               help="With --format transcript: chunk ids are PREFIX + e001, ... (default: the file's "
                    "name, e.g. chat- for chat.jsonl).")
+@click.option("--from", "source_format", type=click.Choice(["claude-code", "codex"]), default=None,
+              help="With --format transcript: read a real Claude Code session or Codex rollout "
+                   "as it is (see `ledger transcript annotate --help`); chunk ids are "
+                   "<session>-e001, ...")
 @click.option("--rules", "rules", type=click.Path(dir_okay=False), metavar="RULES.toml",
               help="Documents: FILES are Markdown, HTML, text or PDF files and folders, chunked "
                    "by heading; the rules file gives their metadata (README: Documents and rules).")
@@ -46,8 +50,8 @@ if TYPE_CHECKING:
 @pass_ledger
 def ingest_command(
     lg: Ledger, files: tuple[str, ...], fmt: str, priorities: str | None,
-    id_prefix: str | None, rules: str | None, source_version: str | None,
-    effective_from: str | None, as_json: bool,
+    id_prefix: str | None, source_format: str | None, rules: str | None,
+    source_version: str | None, effective_from: str | None, as_json: bool,
 ) -> None:
     """Store chunk versions: all or nothing per run, one ingest entry in the chain.
 
@@ -58,13 +62,15 @@ def ingest_command(
     ledger ingest fixtures/seed001-chunks.json
     ledger ingest --json exports/*.jsonl
     ledger ingest --format transcript chat.jsonl --priorities chat.priorities.json
+    ledger ingest --format transcript --from claude-code SESSION.jsonl --priorities p.json
     ledger ingest docs/ --rules ledger-rules.toml --json
     """
     if rules is not None:
         with _document_progress() as shown:
             docs = lg.ingest_paths(
-                files, format=fmt, priorities=priorities, id_prefix=id_prefix, rules=rules,
-                source_version=source_version, effective_from=effective_from, progress=shown,
+                files, format=fmt, priorities=priorities, id_prefix=id_prefix,
+                source_format=source_format, rules=rules, source_version=source_version,
+                effective_from=effective_from, progress=shown,
             )
         _render_documents(docs, as_json)
         return
@@ -73,7 +79,8 @@ def ingest_command(
     total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
     with byte_progress(total, "ingest") as progress:
         summary = lg.ingest_paths(
-            files, format=fmt, progress=progress, priorities=priorities, id_prefix=id_prefix
+            files, format=fmt, progress=progress, priorities=priorities, id_prefix=id_prefix,
+            source_format=source_format,
         )
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)

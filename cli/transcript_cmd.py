@@ -16,12 +16,13 @@ from typing import TextIO
 import click
 
 from ledger import safeio
+from ledger.core.exports import FORMATS, read_transcript
 from ledger.core.transcript import (
     Selection,
     Transcript,
+    export_summary,
     parse_assignments,
     parse_sidecar,
-    parse_transcript,
     render_continuation,
     render_omissions,
     render_sidecar,
@@ -30,6 +31,53 @@ from ledger.core.transcript import (
 
 CONTINUATION = "continuation.md"
 OMISSIONS = "omissions.json"
+STDIN = Path("-")
+
+
+def _read_source(source: Path, source_format: str | None) -> Transcript:
+    data = safeio.read_input(source, what="transcript")
+    return read_transcript(data, source_format, name=str(source))
+
+
+def from_option(command: click.decorators.FC) -> click.decorators.FC:
+    """`--from claude-code|codex`: read a real export of that tool as it is."""
+    return click.option(
+        "--from",
+        "source_format",
+        type=click.Choice(FORMATS),
+        default=None,
+        help="Read SOURCE as a real export of that tool as it is: a Claude Code session "
+        "(~/.claude/projects/.../SESSION.jsonl) or a Codex rollout "
+        "(~/.codex/sessions/.../rollout-*.jsonl). Records without a message are skipped "
+        "and counted, injected messages stay with their exchange, interrupted and "
+        "unanswered exchanges are kept and marked. Without it, the strict contract.",
+    )(command)
+
+
+def annotation_json(
+    transcript: Transcript, priorities: dict[str, str], sidecar: Path
+) -> dict[str, object]:
+    """`annotate --json`: every exchange with its priority, lines and marks."""
+    document: dict[str, object] = {
+        "sidecar": str(sidecar),
+        "sourceSha256": transcript.sha256,
+        "exchangeCount": len(transcript.exchanges),
+        "exchanges": [
+            {
+                "id": e.id,
+                "priority": priorities[e.id],
+                "lines": [e.first_line, e.last_line],
+                "marks": list(e.marks),
+                "bytes": e.end - e.start,
+            }
+            for e in transcript.exchanges
+        ],
+    }
+    if transcript.export is not None:
+        document.update(export_summary(transcript.export))
+    else:
+        document["skipped"] = {}
+    return document
 
 
 def annotate_transcript(
@@ -39,14 +87,33 @@ def annotate_transcript(
     *,
     stdin: TextIO,
     stdout: TextIO,
+    source_format: str | None = None,
+    base: Path | None = None,
 ) -> tuple[Transcript, dict[str, str]]:
-    """Write the priorities sidecar for `source`; return the transcript and mapping."""
-    protected = [source]
+    """Write the priorities sidecar for `source`; return the transcript and mapping.
+
+    `base` is a sidecar of the same source (`-`: standard input) whose priorities
+    the assignments change, instead of starting from every exchange `normal`.
+    """
+    protected = [source] + ([base] if base is not None and base != STDIN else [])
     safeio.check_directory(sidecar.parent)
     existing = safeio.check_outputs([sidecar], protected=protected)
     safeio.refuse_without_terminal(existing, stdin=stdin, stdout=stdout)
-    transcript = parse_transcript(safeio.read_input(source, what="transcript"), name=str(source))
+    transcript = _read_source(source, source_format)
     priorities = parse_assignments(assignments, transcript)
+    if base is not None:
+        if base == STDIN:
+            data, name = (
+                stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode(),
+                "<stdin>",
+            )
+        else:
+            data, name = safeio.read_input(base, what="base sidecar"), str(base)
+        start = parse_sidecar(data, transcript, name=name)
+        named = {arg.partition("=")[0] for arg in assignments}
+        priorities = {
+            e.id: priorities[e.id] if e.id in named else start[e.id] for e in transcript.exchanges
+        }
     safeio.confirm_overwrite(existing, stdin=stdin, stdout=stdout)
     parent = sidecar.parent
     safeio.ensure_directory(parent)
@@ -67,6 +134,7 @@ def export_transcript(
     *,
     stdin: TextIO,
     stdout: TextIO,
+    source_format: str | None = None,
 ) -> Selection:
     """Write OUTDIR/continuation.md and OUTDIR/omissions.json; return the selection."""
     protected = [source, sidecar]
@@ -75,7 +143,7 @@ def export_transcript(
     safeio.check_directory(outdir)
     existing = safeio.check_outputs(targets, protected=protected)
     safeio.refuse_without_terminal(existing, stdin=stdin, stdout=stdout)
-    transcript = parse_transcript(safeio.read_input(source, what="transcript"), name=str(source))
+    transcript = _read_source(source, source_format)
     priorities = parse_sidecar(
         safeio.read_input(sidecar, what="priorities sidecar"), transcript, name=str(sidecar)
     )
@@ -103,7 +171,10 @@ def transcript_group() -> None:
     message-wrapped records ({"type": "user"|"assistant", "message": {...}} with
     tool_use/tool_result blocks). Exchanges (a user prompt up to the assistant's
     response before the next prompt) are numbered e001, e002, ... in source order.
-    Anything outside that contract fails closed, naming the line.
+    Anything outside that contract fails closed, naming the line. With
+    --from claude-code|codex, a real Claude Code session or Codex rollout is
+    read as it is instead (records without a message skipped and counted,
+    interrupted and unanswered exchanges kept and marked; see the README).
 
     Existing outputs are replaced only after typing OVERWRITE at a terminal;
     without a terminal they are refused (there is no force flag). The source is
@@ -112,6 +183,7 @@ def transcript_group() -> None:
     \b
     ledger transcript annotate chat.jsonl priorities.json e001=pinned e003=aside
     ledger transcript export chat.jsonl priorities.json 20000 ./out
+    ledger transcript annotate --from claude-code SESSION.jsonl p.json --json
     """
 
 
@@ -119,21 +191,59 @@ def transcript_group() -> None:
 @click.argument("source", type=click.Path(path_type=Path))
 @click.argument("priorities", type=click.Path(path_type=Path))
 @click.argument("assignments", nargs=-1, metavar="[ID=pinned|normal|aside]...")
-def annotate_command(source: Path, priorities: Path, assignments: tuple[str, ...]) -> None:
+@from_option
+@click.option(
+    "--base",
+    type=click.Path(path_type=Path),
+    metavar="SIDECAR|-",
+    help="Start from this sidecar's priorities (of the same source; '-' reads it from "
+    "standard input) and change only the exchanges named: re-annotation for scripts. "
+    "PRIORITIES must still be a new file unless you confirm OVERWRITE at a terminal.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print every exchange (id, priority, lines, marks, bytes) and what was skipped.",
+)
+def annotate_command(
+    source: Path,
+    priorities: Path,
+    assignments: tuple[str, ...],
+    source_format: str | None,
+    base: Path | None,
+    as_json: bool,
+) -> None:
     """Write the priorities sidecar for SOURCE; print the exchange count.
 
     Give the complete desired mapping each time: exchanges not named are
-    `normal`. The sidecar is JSON {"version": 1, "sourceSha256": ...,
-    "priorities": {"e001": "pinned", ...}} listing every exchange; a changed
-    source invalidates it.
+    `normal` (or, with --base, keep that sidecar's priority). The sidecar is JSON
+    {"version": 1, "sourceSha256": ..., "priorities": {"e001": "pinned", ...}}
+    listing every exchange; a changed source invalidates it. An existing
+    PRIORITIES file is replaced only after typing OVERWRITE at a terminal, so a
+    script re-annotates by writing a new sidecar from the old one:
 
     \b
-    Example:
+    Examples:
       ledger transcript annotate chat.jsonl priorities.json e001=pinned e003=aside
+      ledger transcript annotate --from claude-code SESSION.jsonl p.json --json
+      ledger transcript annotate chat.jsonl p2.json --base p1.json e004=pinned
+      jq '.priorities.e002="aside"' p1.json | ledger transcript annotate chat.jsonl p2.json --base -
     """
     transcript, mapping = annotate_transcript(
-        source, priorities, assignments, stdin=sys.stdin, stdout=sys.stdout
+        source,
+        priorities,
+        assignments,
+        stdin=sys.stdin,
+        stdout=sys.stdout,
+        source_format=source_format,
+        base=base,
     )
+    if as_json:
+        from ledger_cli.common import echo_json
+
+        echo_json(annotation_json(transcript, mapping, priorities))
+        return
     counts = {p: 0 for p in ("pinned", "normal", "aside")}
     for priority in mapping.values():
         counts[priority] += 1
@@ -141,6 +251,16 @@ def annotate_command(source: Path, priorities: Path, assignments: tuple[str, ...
         f"{len(transcript.exchanges)} exchanges ({counts['pinned']} pinned, "
         f"{counts['normal']} normal, {counts['aside']} aside): wrote {priorities}"
     )
+    if transcript.export is not None:
+        skipped = transcript.export.skipped
+        shown = ", ".join(f"{k} {v}" for k, v in skipped.items()) or "none"
+        marked = sum(1 for e in transcript.exchanges if e.marks)
+        total = sum(skipped.values())
+        click.echo(
+            f"skipped {total} record{'' if total == 1 else 's'} without a message ({shown}); "
+            f"{marked} exchange{'' if marked == 1 else 's'} marked (see --json)",
+            err=True,
+        )
 
 
 @transcript_group.command("export", short_help="Write continuation.md and omissions.json.")
@@ -148,7 +268,10 @@ def annotate_command(source: Path, priorities: Path, assignments: tuple[str, ...
 @click.argument("priorities", type=click.Path(path_type=Path))
 @click.argument("budget", type=click.IntRange(min=0))
 @click.argument("outdir", type=click.Path(path_type=Path))
-def export_command(source: Path, priorities: Path, budget: int, outdir: Path) -> None:
+@from_option
+def export_command(
+    source: Path, priorities: Path, budget: int, outdir: Path, source_format: str | None
+) -> None:
     """Write continuation.md within BUDGET bytes, and omissions.json, into OUTDIR.
 
     BUDGET counts every UTF-8 byte of continuation.md (not omissions.json). All
@@ -161,13 +284,23 @@ def export_command(source: Path, priorities: Path, budget: int, outdir: Path) ->
     framed byte cost, selected or omitted, reason, and the source's SHA-256.
     Both are owner-only (0600), staged in OUTDIR/.ledger-transcript-* and then
     renamed into place; a sidecar written for other source bytes is refused.
+    With --from, headings also name the exchange's marks (`## e004 (normal,
+    lines 9-15, interrupted)`) and omissions.json adds per exchange `lines` and
+    `marks`, and `skipped` (record type -> count), `session` and `dates`.
 
     \b
-    Example:
+    Examples:
       ledger transcript export chat.jsonl priorities.json 20000 ./out
+      ledger transcript export --from codex rollout.jsonl p.json 20000 ./out
     """
     selection = export_transcript(
-        source, priorities, budget, outdir, stdin=sys.stdin, stdout=sys.stdout
+        source,
+        priorities,
+        budget,
+        outdir,
+        stdin=sys.stdin,
+        stdout=sys.stdout,
+        source_format=source_format,
     )
     click.echo(
         f"selected {len(selection.selected)} of {len(selection.decisions)} exchanges, "

@@ -158,11 +158,15 @@ class Ledger:
         priorities: str | None = None,
         id_prefix: str | None = None,
         progress: Progress | None = None,
+        source_format: str | None = None,
         rules: str | os.PathLike[str] | None = None,
         source_version: str | None = None,
         effective_from: str | None = None,
     ) -> IngestSummary | DocumentIngestSummary:
         """Store the chunk records of files (`ledger ingest FILE...`), all or none.
+
+        `source_format` "claude-code" or "codex" (`--from`, with format
+        "transcript") reads a real export of that tool as it is.
 
         With `rules` (a rules TOML file), `paths` are documents and folders of
         them (`ledger ingest PATH... --rules RULES.toml`): Markdown, HTML, text and
@@ -171,9 +175,14 @@ class Ledger:
         called with (files done, chunks done). Returns a `DocumentIngestSummary`.
         """
         if rules is not None:
-            if format != "auto" or priorities is not None or id_prefix is not None:
+            if (
+                format != "auto"
+                or priorities is not None
+                or id_prefix is not None
+                or source_format is not None
+            ):
                 raise InputError(
-                    "--format, --priorities and --id-prefix do not go with --rules: "
+                    "--format, --from, --priorities and --id-prefix do not go with --rules: "
                     "documents are told apart by their extension"
                 )
             return ingest_documents(
@@ -193,6 +202,7 @@ class Ledger:
             progress=progress,
             priorities=priorities,
             id_prefix=id_prefix,
+            source_format=source_format,
         )
 
     def retract(
@@ -302,10 +312,15 @@ class Ledger:
         priorities: str | os.PathLike[str] | None = None,
         *,
         budget: int,
-        subject: str = "transcript",
+        subject: str | None = None,
         ledger_at: int | None = None,
+        source_format: str | None = None,
     ) -> Pack:
-        """Record a transcript continuation (what `transcript export` writes) as a pack."""
+        """Record a transcript continuation (what `transcript export` writes) as a pack.
+
+        `source_format` "claude-code" or "codex" (`--from`) reads a real export;
+        its pack is as of the session's last day. `subject` None: the export's
+        session, or "transcript" for a strict transcript."""
         pack_no = build_transcript(
             self._engine,
             os.fspath(source),
@@ -313,6 +328,7 @@ class Ledger:
             budget,
             subject,
             ledger_at,
+            source_format,
         )
         return self.show(pack_no)
 
@@ -459,6 +475,7 @@ def ingest_files(
     progress: Progress | None = None,
     priorities: str | None = None,
     id_prefix: str | None = None,
+    source_format: str | None = None,
 ) -> IngestSummary:
     """Validate and store every record of `paths` in one transaction and one entry.
 
@@ -472,8 +489,8 @@ def ingest_files(
         raise InputError("no input files; name one or more chunk files")
     if fmt == "transcript" and len(paths) != 1:
         raise InputError("--format transcript takes one transcript (its --priorities belong to it)")
-    if fmt != "transcript" and (priorities is not None or id_prefix is not None):
-        raise InputError("--priorities and --id-prefix go with --format transcript")
+    if fmt != "transcript" and (priorities is not None or id_prefix is not None or source_format):
+        raise InputError("--priorities, --id-prefix and --from go with --format transcript")
     for path in paths:
         check_input_file(path)
         detect_format(path, fmt)
@@ -481,7 +498,8 @@ def ingest_files(
         check_input_file(priorities)  # a named pipe or /dev/zero would hang the read
     notes: list[str] = []
     records = read_records(
-        paths, fmt, notes=notes, progress=progress, transcript=(priorities, id_prefix)
+        paths, fmt, notes=notes, progress=progress, transcript=(priorities, id_prefix),
+        source_format=source_format,
     )
     # An exchange's dedupe_key is its own id, so a transcript needs no blame pass.
     reread = None if fmt == "transcript" else (lambda: read_records(paths, fmt, notes=[]))
@@ -493,15 +511,24 @@ def build_transcript(
     source: str,
     priorities: str | None,
     budget: int,
-    subject: str = "transcript",
+    subject: str | None = "transcript",
     ledger_at: int | None = None,
+    source_format: str | None = None,
 ) -> int:
-    """Record the continuation of `source` (with its priorities sidecar) as a pack."""
+    """Record the continuation of `source` (with its priorities sidecar) as a pack.
+
+    `source_format` is `--from` (an export: the pack is as of the session's last
+    day); `subject` None names the pack after the export's session."""
     from ledger.ingest.transcripts import load_annotated
 
     access.check_budget(budget)
-    annotated = load_annotated(source, priorities)
-    hint = f" --priorities {priorities}" if priorities else ""
+    annotated = load_annotated(source, priorities, source_format)
+    if subject is None:
+        subject = annotated.session_slug or "transcript"
+    dates = annotated.dates
+    hint = (f" --from {source_format}" if source_format else "") + (
+        f" --priorities {priorities}" if priorities else ""
+    )
     return build.build_transcript_pack(
         eng,
         annotated.source_version,
@@ -511,6 +538,7 @@ def build_transcript(
         ledger_at,
         source=source,
         ingest_hint=f"ledger ingest --format transcript {source}{hint}",
+        as_of=dates[1] if dates else None,
     )
 
 

@@ -121,6 +121,19 @@ class Exchange:
     last_line: int
     start: int  # byte offset of its first line in the source
     end: int  # byte offset just past its last line, line ending included
+    marks: tuple[str, ...] = ()  # export readers only: "interrupted", "unanswered", ...
+
+
+@dataclass(frozen=True, slots=True)
+class ExportInfo:
+    """What an export reader (`ledger.core.exports`) learnt besides the exchanges."""
+
+    format: str  # "claude-code" | "codex"
+    session_id: str | None
+    first_date: str | None  # YYYY-MM-DD of the first timestamp, as written (UTC)
+    last_date: str | None
+    skipped: Mapping[str, int]  # record type -> count of records that carry no message
+    injected: int  # injected message records attached to exchanges
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -131,6 +144,7 @@ class Transcript:
     data: bytes
     sha256: str
     exchanges: tuple[Exchange, ...]
+    export: ExportInfo | None = None  # None: the strict seed-003 contract
 
     def payload(self, exchange: Exchange) -> bytes:
         """The exact source bytes of an exchange's lines."""
@@ -560,6 +574,10 @@ def continuation_header(source_sha256: str) -> bytes:
     ).encode()
 
 
+FRAMING_BYTES = len(continuation_header("0" * 64))
+"""The header's size: the same for every source (its SHA-256 is 64 hex digits)."""
+
+
 def _fence(data: bytes, start: int, end: int) -> bytes:
     # Shortest run of 3+ backticks that does not occur in the payload: one longer
     # than its longest backtick run. `find` scans in C without copying; a
@@ -576,9 +594,11 @@ def _fence(data: bytes, start: int, end: int) -> bytes:
 def _frame(transcript: Transcript, exchange: Exchange, priority: str) -> tuple[bytes, bytes]:
     """The bytes before and after an exchange's payload in continuation.md."""
     fence = _fence(transcript.data, exchange.start, exchange.end)
+    marks = "".join(f", {mark}" for mark in exchange.marks)
     head = (
         (
-            f"\n## {exchange.id} ({priority}, lines {exchange.first_line}-{exchange.last_line})\n\n"
+            f"\n## {exchange.id} ({priority}, lines {exchange.first_line}-{exchange.last_line}"
+            f"{marks})\n\n"
         ).encode()
         + fence
         + b"jsonl\n"
@@ -810,7 +830,13 @@ def continuation_bytes(selection: Selection) -> bytes:
 
 
 def omissions_document(selection: Selection) -> dict[str, Any]:
-    """The omissions manifest: every exchange with priority, cost and decision."""
+    """The omissions manifest: every exchange with priority, cost and decision.
+
+    For an export (`--from`) each exchange also has `lines` [first, last] and
+    `marks`, and the document the export's `format`, `session`, `dates`,
+    `skipped` (record type -> count) and `injected`.
+    """
+    export = selection.transcript.export
     exchanges = []
     for d in selection.decisions:
         entry: dict[str, Any] = {
@@ -825,9 +851,12 @@ def omissions_document(selection: Selection) -> dict[str, Any]:
         }
         if d.detail is not None:
             entry["detail"] = dict(d.detail)
+        if export is not None:
+            entry["lines"] = [d.exchange.first_line, d.exchange.last_line]
+            entry["marks"] = list(d.exchange.marks)
         exchanges.append(entry)
     selected = sum(1 for d in selection.decisions if d.selected)
-    return {
+    document: dict[str, Any] = {
         "version": MANIFEST_VERSION,
         "sourceSha256": selection.transcript.sha256,
         "budget": selection.budget,
@@ -837,7 +866,21 @@ def omissions_document(selection: Selection) -> dict[str, Any]:
         "exchangeCount": len(selection.decisions),
         "selectedCount": selected,
         "omittedCount": len(selection.decisions) - selected,
-        "exchanges": exchanges,
+    }
+    if export is not None:
+        document.update(export_summary(export))
+    document["exchanges"] = exchanges
+    return document
+
+
+def export_summary(export: ExportInfo) -> dict[str, Any]:
+    """The keys an export adds to omissions.json and `annotate --json`."""
+    return {
+        "format": export.format,
+        "session": export.session_id,
+        "dates": [export.first_date, export.last_date],
+        "skipped": dict(export.skipped),
+        "injected": export.injected,
     }
 
 

@@ -259,7 +259,12 @@ def _refused_outside_chunks(doc: dict[str, Any]) -> bool:
 
 
 def _iter_transcript(
-    path: str, priorities: str | None, id_prefix: str | None, progress: Progress | None
+    path: str,
+    priorities: str | None,
+    id_prefix: str | None,
+    progress: Progress | None,
+    source_format: str | None = None,
+    notes: list[str] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """A transcript's exchanges as chunk records (see `ledger.ingest.transcripts`)."""
     from ledger.ingest.transcripts import (
@@ -269,8 +274,18 @@ def _iter_transcript(
         load_annotated,
     )
 
-    prefix = check_id_prefix(id_prefix) if id_prefix is not None else default_id_prefix(path)
-    annotated = load_annotated(path, priorities)
+    annotated = load_annotated(path, priorities, source_format)
+    if id_prefix is not None:
+        prefix = check_id_prefix(id_prefix)
+    else:
+        prefix = default_id_prefix(path, annotated)
+    export = annotated.transcript.export
+    if export is not None and notes is not None:
+        shown = ", ".join(f"{k} {v}" for k, v in export.skipped.items()) or "none"
+        notes.append(
+            f"{path}: session {annotated.session_slug}, skipped {sum(export.skipped.values())} "
+            f"record(s) without a message ({shown})"
+        )
     if progress is not None:
         progress(len(annotated.transcript.data))
     yield from exchange_records(annotated, prefix)
@@ -283,17 +298,19 @@ def read_records(
     notes: list[str],
     progress: Progress | None = None,
     transcript: tuple[str | None, str | None] = (None, None),
+    source_format: str | None = None,
 ) -> Iterator[tuple[str, ChunkRecord]]:
     """Yield (where, validated record) for every record of every file, lazily.
 
-    `transcript` is (priorities sidecar, id prefix) for `--format transcript`.
+    `transcript` is (priorities sidecar, id prefix) for `--format transcript`,
+    `source_format` its `--from` (None: the strict contract).
     """
     for path in paths:
         check_input_file(path)
         kind = detect_format(path, fmt)
         # `_iter_json` gets the requested format: `auto` takes an array or a fixture.
         if kind == "transcript":
-            raw = _iter_transcript(path, *transcript, progress)
+            raw = _iter_transcript(path, *transcript, progress, source_format, notes)
         elif kind == "jsonl":
             raw = _iter_jsonl(path, progress)
         else:

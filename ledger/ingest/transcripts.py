@@ -1,5 +1,9 @@
 """Transcripts through the ledger: exchanges as chunk versions, continuations as packs.
 
+With `--from claude-code|codex` the source is a real export (`ledger.core.exports`):
+chunk ids are `<session slug>-e001`, ..., every exchange is effective from the
+session's first day, and the pack is as of its last day.
+
 `ledger ingest --format transcript SOURCE --priorities SIDECAR` stores every
 exchange as a chunk version (`exchange_record`: content = its exact source lines,
 estimated_tokens = its framed byte cost, required = pinned). The version names
@@ -22,12 +26,12 @@ from typing import Any
 
 from ledger.core.canonical import digest_value
 from ledger.core.errors import InputError
+from ledger.core.exports import read_transcript, session_slug, transcript_date
 from ledger.core.transcript import (
     Transcript,
     continuation_header,
     exchange_record,
     parse_sidecar,
-    parse_transcript,
 )
 
 _NOT_ID = re.compile(r"[^a-z0-9-]+")
@@ -49,6 +53,17 @@ class Annotated:
         """The fixed framing of continuation.md that the byte budget also pays for."""
         return len(continuation_header(self.transcript.sha256))
 
+    @property
+    def session_slug(self) -> str | None:
+        """The id-safe name of the export's session (None for a strict transcript)."""
+        t = self.transcript
+        return None if t.export is None else session_slug(t.export.session_id, t.sha256)
+
+    @property
+    def dates(self) -> tuple[str, str] | None:
+        """(first, last) date of the export's timestamps, None when it has none."""
+        return transcript_date(self.transcript)
+
 
 def _read(path: str, what: str) -> bytes:
     if os.path.isdir(path):
@@ -66,10 +81,13 @@ def _read(path: str, what: str) -> bytes:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def load_annotated(source: str, priorities: str | None) -> Annotated:
+def load_annotated(
+    source: str, priorities: str | None, source_format: str | None = None
+) -> Annotated:
     """Read a transcript and its sidecar (a stale sidecar is refused). Without a
-    sidecar every exchange is `normal`."""
-    transcript = parse_transcript(_read(source, "transcript"), name=source)
+    sidecar every exchange is `normal`. `source_format` is `--from` (None: the
+    strict seed-003 contract)."""
+    transcript = read_transcript(_read(source, "transcript"), source_format, name=source)
     if priorities is None:
         prio = {e.id: "normal" for e in transcript.exchanges}
     else:
@@ -77,9 +95,17 @@ def load_annotated(source: str, priorities: str | None) -> Annotated:
     return Annotated(transcript, dict(prio))
 
 
-def default_id_prefix(source: str) -> str:
-    """`chat-` for chat.jsonl: chunk ids must be unique across the ledger."""
-    stem = os.path.basename(source).split(".", 1)[0].lower()
+def default_id_prefix(source: str, annotated: Annotated | None = None) -> str:
+    """`chat-` for chat.jsonl: chunk ids must be unique across the ledger.
+
+    An export (`--from`) is named by its session instead (`<session slug>-`), so
+    two sessions never share ids whatever their files are called."""
+    slug = None if annotated is None else annotated.session_slug
+    if slug is not None:
+        return slug + "-"
+    # The whole name but its extension: `My_Session.2026-01-21.jsonl` and
+    # `...-22.jsonl` are two transcripts, not two versions of one.
+    stem = os.path.splitext(os.path.basename(source))[0].lower()
     stem = _NOT_ID.sub("-", stem).strip("-")[:40].strip("-")
     return (stem or "transcript") + "-"
 
@@ -87,7 +113,8 @@ def default_id_prefix(source: str) -> str:
 def check_id_prefix(prefix: str) -> str:
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,48}", prefix):
         raise InputError(
-            f"--id-prefix {prefix!r}: lower-case letters, digits and '-', starting with a letter or digit"
+            f"--id-prefix {prefix!r}: lower-case letters, digits and '-', "
+            "starting with a letter or digit"
         )
     return prefix
 
@@ -96,7 +123,10 @@ def exchange_records(annotated: Annotated, id_prefix: str) -> Iterator[tuple[str
     """(where, chunk record) for every exchange, in source order."""
     t = annotated.transcript
     version = annotated.source_version
+    dates = annotated.dates
     for ex in t.exchanges:
         rec = exchange_record(t, ex, annotated.priorities[ex.id], id_prefix=id_prefix)
         rec["source_version"] = version
+        if dates is not None:
+            rec["effective_from"] = dates[0]  # the session's own first day, not 1970
         yield f"{t.name}: {ex.id} (lines {ex.first_line}-{ex.last_line})", rec

@@ -73,7 +73,10 @@ def resolve_ref(conn: Connection, ref: str) -> list[Any]:
     """The versions a REF names: a chunk id, a full content or record digest, or a
     unique hex prefix (8+ characters) of one. Ambiguous prefixes are refused."""
     c = versions.c
-    cols = [c.vid, c.chunk_id, c.source_version, c.record_digest, c.content_digest, c.batch_seq]
+    cols = [
+        c.vid, c.chunk_id, c.source_version, c.record_digest, c.content_digest, c.batch_seq,
+        c.source_uri,
+    ]
     rows = conn.execute(select(*cols).where(c.chunk_id == ref).order_by(c.vid)).all()
     if rows:
         return rows
@@ -145,7 +148,17 @@ def hint_for(conn: Connection, head: Any, record_digest: str, cache: dict[int, A
     key = (head.ledger_mark, head.counter, inputs.scope)
     if key not in cache:
         cache[key] = load_candidates(conn, head.ledger_mark, head.counter, inputs.scope)[0]
-    return admission_hint(cache[key], inputs.request(), record_digest, inputs.order()).to_json()
+    hint = admission_hint(cache[key], inputs.request(), record_digest, inputs.order()).to_json()
+    if inputs.is_transcript:
+        # A transcript pack's budget excludes continuation.md's fixed header, but
+        # `build --transcript --budget` counts the whole file: hint that number.
+        from ledger.core.transcript import FRAMING_BYTES
+
+        for step in hint["steps"]:
+            if step.get("kind") == "budget":
+                step["budget"] += FRAMING_BYTES
+                step["framing"] = FRAMING_BYTES
+    return hint
 
 
 def why_evicted(
@@ -219,7 +232,7 @@ def why_evicted(
             "decisions": items,
         }
         if not items:
-            entry["not_considered"] = _not_considered_why(v, pack_no, last_pack, head_seq)
+            entry["not_considered"] = _not_considered_why(conn, v, pack_no, last_pack, head_seq)
         out.append(entry)
     return {"ref": ref, "versions": out}
 
@@ -274,11 +287,33 @@ def _retraction(
     return (row.from_date, row.reason) if row is not None else (None, None)
 
 
-def _not_considered_why(v: Any, pack_no: int | None, last_pack: Any, head_seq: int) -> str:
+def _not_considered_why(
+    conn: Connection, v: Any, pack_no: int | None, last_pack: Any, head_seq: int
+) -> str:
     if pack_no is not None:
         return f"pack {pack_no} did not consider this version"
     if last_pack is None:
         return "no pack has been built yet"
+    # Packs are scoped (documents, or one transcript annotation): only packs of the
+    # version's own scope could have considered it.
+    from ledger.store.build import DOCUMENTS, TRANSCRIPT_SCOPE, TRANSCRIPT_URI
+
+    transcript = v.source_uri.startswith(TRANSCRIPT_URI)
+    scope = TRANSCRIPT_SCOPE + v.source_version if transcript else DOCUMENTS
+    last_pack = conn.execute(
+        select(packs.c.pack_no, packs.c.ledger_mark)
+        .where(packs.c.scope == scope)
+        .order_by(packs.c.pack_no.desc())
+        .limit(1)
+    ).first()
+    if last_pack is None:
+        if transcript:
+            return (
+                "no pack was built from this transcript annotation (every pack is of documents "
+                "or of another transcript or annotation); run `ledger build --transcript` "
+                "with this sidecar"
+            )
+        return "no document pack has been built yet (every pack is a transcript continuation)"
     if v.batch_seq > last_pack.ledger_mark:
         return (
             f"ingested at entry {v.batch_seq}, after the newest pack ({last_pack.pack_no}, "

@@ -164,10 +164,12 @@ def retractions_at(conn: Connection, mark: int) -> dict[str, tuple[tuple[int, st
 
 
 def transcript_inputs(
-    conn: Connection, source_version: str, budget: int, subject: str = "transcript", ledger_at: int | None = None
+    conn: Connection, source_version: str, budget: int, subject: str = "transcript", ledger_at: int | None = None,
+    as_of: str | None = None,
 ) -> Inputs:
     """Inputs of a transcript continuation pack: the exchanges of one annotated
-    transcript, `budget` bytes for the exchanges (the fixed header excluded)."""
+    transcript, `budget` bytes for the exchanges (the fixed header excluded).
+    `as_of` is the export's last day (None: the strict transcript's 1970-01-01)."""
     from ledger.core.transcript import TRANSCRIPT_EFFECTIVE_FROM, TRANSCRIPT_PERMISSION, TRANSCRIPT_TRUST
 
     check_subject(subject)
@@ -176,7 +178,7 @@ def transcript_inputs(
     if ledger_at is not None and not 1 <= ledger_at <= head.seq:
         raise InputError(f"--ledger-at: {ledger_at} is not an entry (the ledger has 1..{head.seq})")
     return Inputs(
-        as_of=TRANSCRIPT_EFFECTIVE_FROM,
+        as_of=as_of or TRANSCRIPT_EFFECTIVE_FROM,
         subject=subject,
         grants=(TRANSCRIPT_PERMISSION,),
         policy=Policy((TRANSCRIPT_TRUST,), None),
@@ -476,6 +478,7 @@ def build_transcript_pack(
     *,
     source: str = "the transcript",
     ingest_hint: str = "ledger ingest --format transcript",
+    as_of: str | None = None,
 ) -> int:
     """Record, as a pack, the continuation `ledger transcript export` would write.
 
@@ -483,7 +486,8 @@ def build_transcript_pack(
     fixed bytes of continuation.md around them; `budget` counts the whole file,
     as for export, so the pack's budget is what remains after the header.
     `source` names the transcript in messages, `ingest_hint` the command that
-    would ingest its missing exchanges.
+    would ingest its missing exchanges. `as_of` labels the pack (an export's last
+    day; None: 1970-01-01, the strict transcript's).
     """
     from ledger.core.select import RequiredOverBudgetError
 
@@ -491,7 +495,7 @@ def build_transcript_pack(
     if budget < header:
         raise InputError(f"--budget {budget} is below the continuation's fixed header of {header} bytes")
     with write_transaction(engine) as conn:
-        inputs = transcript_inputs(conn, source_version, budget - header, subject, ledger_at)
+        inputs = transcript_inputs(conn, source_version, budget - header, subject, ledger_at, as_of)
         candidates, vid_of = load_candidates(conn, inputs.mark, inputs.counter, inputs.scope)
         if not candidates:
             raise InputError(

@@ -414,8 +414,9 @@ def test_sidecar_with_bom_or_bad_utf8_is_refused() -> None:
 # -- purity ----------------------------------------------------------------------------
 
 
-def test_core_imports_no_io_click_or_database() -> None:
-    source = Path(__file__).resolve().parents[2] / "ledger" / "transcript.py"
+@pytest.mark.parametrize("name", ["transcript.py", "exports.py"])
+def test_core_imports_no_io_click_or_database(name: str) -> None:
+    source = Path(__file__).resolve().parents[2] / "ledger" / "core" / name
     imported = set()
     for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -424,7 +425,8 @@ def test_core_imports_no_io_click_or_database() -> None:
             imported.add(node.module or "")
     assert imported <= {
         "__future__", "hashlib", "json", "math", "re", "collections.abc", "dataclasses",
-        "typing", "ledger.core.errors", "ledger.core.select",
+        "typing", "ledger.core.errors", "ledger.core.select", "collections",
+        "ledger.core.transcript",
     }, imported
     assert "open(" not in source.read_text(encoding="utf-8")
 
