@@ -32,7 +32,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from ledger.errors import InputError
+from ledger.core.errors import InputError
 
 __all__ = [
     "MAX_QUERY_TERMS",
@@ -162,3 +162,178 @@ def parse_query(text: str) -> Query:
             'give words or a "quoted phrase"'
         )
     return Query(text=clean_text(text), terms=tuple(terms))
+
+
+# --------------------------------------------------------------------------
+# Retrieval builds: what the retriever offered, as the pack records it.
+# --------------------------------------------------------------------------
+
+MAX_TOP = 10_000
+MAX_CANDIDATE_LINES = 10_000
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]{1,63}$")
+
+
+def round_score(score: float) -> float:
+    """Six significant digits: recorded and shown scores are stable text on every
+    platform, and still order matches (BM25 scores of small ledgers are tiny)."""
+    return float(f"{score:.6g}")
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One ranked item: a chunk id (and, from a candidates file, one version), its
+    rank (1 = best) and score (None when the retriever gave none)."""
+
+    id: str
+    source_version: str | None
+    rank: int
+    score: float | None
+
+    def to_json(self) -> dict[str, object]:
+        """`{"id", "source_version", "rank", "score"}`."""
+        return {
+            "id": self.id,
+            "source_version": self.source_version,
+            "rank": self.rank,
+            "score": self.score,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalRecord:
+    """A retrieval build's record: the query and K, or the candidates file's
+    digest, and the ranked list.
+
+    From a query every version of a ranked id is a candidate (`source_version`
+    names its best-matching version); from a file an item with a
+    `source_version` admits that version only.
+    """
+
+    query: str | None
+    top: int | None
+    candidates_digest: str | None
+    ranked: tuple[Ranked, ...]
+
+    @property
+    def all_versions(self) -> bool:
+        """Whether every version of a ranked id is a candidate (a query build)."""
+        return self.query is not None
+
+    def lowest_score(self) -> float | None:
+        """The lowest score retrieved (None: nothing retrieved, or unscored)."""
+        scores = [r.score for r in self.ranked if r.score is not None]
+        return min(scores) if scores else None
+
+    def to_json(self) -> dict[str, object]:
+        """`{"query", "top", "candidates_digest", "ranked": [...]}` (show --json, storage)."""
+        return {
+            "query": self.query,
+            "top": self.top,
+            "candidates_digest": self.candidates_digest,
+            "ranked": [r.to_json() for r in self.ranked],
+        }
+
+    def digest_value(self) -> dict[str, object]:
+        """What the input digest covers: `to_json()` with scores as their shortest
+        decimal text (canonical JSON holds no floats)."""
+        data = self.to_json()
+        data["ranked"] = [
+            {**r.to_json(), "score": None if r.score is None else repr(r.score)}
+            for r in self.ranked
+        ]
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> RetrievalRecord:
+        """The inverse of `to_json`; `InputError` when the shape is not that."""
+        try:
+            assert_shape = isinstance(data, dict) and isinstance(data["ranked"], list)
+            if not assert_shape:
+                raise TypeError("not an object with a ranked list")
+            obj: dict[str, object] = data  # type: ignore[assignment]
+            ranked = tuple(
+                Ranked(
+                    _str(r["id"]),
+                    None if r["source_version"] is None else _str(r["source_version"]),
+                    _int(r["rank"]),
+                    None if r["score"] is None else float(r["score"]),
+                )
+                for r in obj["ranked"]  # type: ignore[attr-defined]
+            )
+            return cls(
+                query=None if obj["query"] is None else _str(obj["query"]),
+                top=None if obj["top"] is None else _int(obj["top"]),
+                candidates_digest=(
+                    None if obj["candidates_digest"] is None else _str(obj["candidates_digest"])
+                ),
+                ranked=ranked,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"retrieval record does not have the recorded shape ({exc})") from None
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not a string")
+    return value
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{value!r} is not an integer")
+    return value
+
+
+def check_top(top: object, where: str = "--top") -> int:
+    """K of a retrieval build: an integer from 1 to `MAX_TOP`."""
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
+        raise InputError(f"{where}: must be an integer between 1 and {MAX_TOP}, not {top!r}")
+    return top
+
+
+def parse_candidates(data: bytes, where: str) -> list[Ranked]:
+    """A candidates file: JSON Lines `{"id", "source_version"?, "score"?}` in rank
+    order. Every line is checked (strict JSON, known fields, the id rule, a
+    finite number for `score`); a repeated item is refused, as it would rank
+    one chunk twice.
+    """
+    from ledger.core.strictjson import StrictJSONError, loads_strict
+
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if not lines:
+        raise InputError(f'{where}: empty candidates file; one {{"id": ...}} per line')
+    if len(lines) > MAX_CANDIDATE_LINES:
+        raise InputError(f"{where}: more than {MAX_CANDIDATE_LINES} candidate lines")
+    out: list[Ranked] = []
+    seen: dict[str, str | None] = {}
+    for n, raw in enumerate(lines, start=1):
+        at = f"{where}:{n}"
+        try:
+            obj = loads_strict(raw)
+        except StrictJSONError as exc:
+            raise InputError(f"{at}: {exc}") from None
+        if not isinstance(obj, dict):
+            raise InputError(f'{at}: expected an object {{"id", "source_version"?, "score"?}}')
+        extra = set(obj) - {"id", "source_version", "score"}
+        if extra or "id" not in obj:
+            missing = sorted({"id"} - set(obj))
+            raise InputError(f"{at}: invalid fields: missing {missing}, unknown {sorted(extra)}")
+        cid = obj["id"]
+        if not isinstance(cid, str) or not _ID.match(cid):
+            raise InputError(f"{at}: field 'id': must be a chunk id ({_ID.pattern})")
+        sv = obj.get("source_version")
+        if sv is not None and (not isinstance(sv, str) or not sv.strip() or len(sv) > 80):
+            raise InputError(f"{at}: field 'source_version': must be non-blank text of 80 at most")
+        score = obj.get("score")
+        if score is not None:
+            if isinstance(score, bool) or not isinstance(score, (int, float)):
+                raise InputError(f"{at}: field 'score': must be a number")
+            score = round_score(float(score))
+        sv = None if sv is None else sv.strip()
+        if cid in seen and (seen[cid] is None or sv is None or seen[cid] == sv):
+            raise InputError(f"{at}: chunk '{cid}' is already ranked on an earlier line")
+        seen[cid] = sv
+        out.append(Ranked(cid, sv, n, score))
+    return out

@@ -137,7 +137,10 @@ def pack_header(conn: Connection, pack_no: int) -> Any:
 
 def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
     """SPEC's `show PACK --json` shape, plus the pack's snapshots and ledger mark."""
+    from ledger.store.audit import retrieval_of
+
     head = pack_header(conn, pack_no)
+    retrieval = retrieval_of(head)
     rows = decision_rows(conn, pack_no)
     admitted = sorted((r for r in rows if r.status == 0), key=lambda r: r.position)
     evicted = sorted((r for r in rows if r.status != 0), key=lambda r: (r.chunk_id, r.source_version))
@@ -158,6 +161,7 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
         "budget": head.budget,
         "used": head.used,
         "remaining": head.budget - head.used,
+        "retrieval": None if retrieval is None else retrieval.to_json(),
         "admitted": [
             {
                 "id": r.chunk_id,
