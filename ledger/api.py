@@ -232,10 +232,22 @@ class Ledger:
         *,
         counter: str = "estimated_tokens",
         ledger_at: int | None = None,
+        query: str | None = None,
+        top: int | None = None,
+        candidates: str | os.PathLike[str] | None = None,
     ) -> Pack:
-        """Select for `subject` on `as_of`, record the pack with every decision, return it."""
+        """Select for `subject` on `as_of`, record the pack with every decision, return it.
+
+        A retrieval build: `query` (and `top`, default 20) takes as evidence every
+        version of the `top` best-matching evidence ids; `candidates` (a JSON Lines
+        file of `{"id", "source_version"?, "score"?}`, best first) takes them from
+        your own retriever.
+        """
         _check_counter(counter)
-        pack_no = build.build_pack(self._engine, as_of, subject, budget, counter, ledger_at)
+        pack_no = build.build_pack(
+            self._engine, as_of, subject, budget, counter, ledger_at, query, top,
+            None if candidates is None else os.fspath(candidates),
+        )  # fmt: skip
         return self.show(pack_no)
 
     def build_batch(
