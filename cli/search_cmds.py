@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-
 from ledger_cli.common import echo_json, json_option, open_ledger
 from ledger_cli.main import Settings, pass_settings
 
@@ -28,8 +27,8 @@ def search_command(
     ledger search 'refund window'
     ledger search '"damaged items" refund' --as-of 2026-07-21 --limit 3 --json
     """
-    from ledger.db import read_transaction
-    from ledger.search import search
+    from ledger.store.engine import read_transaction
+    from ledger.store.search import search
 
     engine = open_ledger(settings)
     try:
@@ -51,10 +50,14 @@ def search_command(
 
 @click.command("why")
 @click.argument("text")
-@click.option("--pack", "pack_ref", metavar="PACK", help="The pack to ask about (number or digest prefix).")
+@click.option(
+    "--pack", "pack_ref", metavar="PACK", help="The pack to ask about (number or digest prefix)."
+)
 @click.option("--subject", default="default", show_default=True,
               help="Without --pack: the newest pack of this subject.")  # fmt: skip
-@click.option("--limit", type=int, default=5, show_default=True, help="At most N matching versions.")
+@click.option(
+    "--limit", type=int, default=5, show_default=True, help="At most N matching versions."
+)
 @json_option
 @pass_settings
 def why_command(
@@ -73,13 +76,14 @@ def why_command(
     ledger why "cache CORS responses"
     ledger why '"refund window"' --pack 3 --json
     """
-    from ledger.db import read_transaction
-    from ledger.packs import resolve_pack
-    from ledger.search import why
+    from ledger.store.engine import read_transaction
+    from ledger.store.packs import resolve_pack
+    from ledger.store.search import why
 
-    if pack_ref is not None and click.get_current_context().get_parameter_source(
-        "subject"
-    ) not in (None, click.core.ParameterSource.DEFAULT):
+    if pack_ref is not None and click.get_current_context().get_parameter_source("subject") not in (
+        None,
+        click.core.ParameterSource.DEFAULT,
+    ):
         raise click.UsageError("give --pack or --subject, not both")
     engine = open_ledger(settings)
     try:
@@ -94,4 +98,6 @@ def why_command(
     click.echo(result["sentence"])
     for m in result["matches"]:
         reason = f" {m['reason']}" if m["reason"] else ""
-        click.echo(f"  {m['status']}{reason}: {m['id']}@{m['source_version']} (score {m['score']:g})")
+        click.echo(
+            f"  {m['status']}{reason}: {m['id']}@{m['source_version']} (score {m['score']:g})"
+        )

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.core.reasons import describe_hint, reason_words
+
 __all__ = [
     "DOCUMENTS",
     "Decided",
@@ -33,8 +35,6 @@ __all__ = [
     "WhyMatch",
     "answer",
     "classify",
-    "hint_words",
-    "reason_words",
 ]
 
 DOCUMENTS = "documents"
@@ -264,7 +264,7 @@ def sentence(m: WhyMatch, pack: PackView) -> str:
     if m.status == "admitted":
         return f"{name} was admitted to {where}."
     detail = dict(m.detail or {})
-    hint = f"; {hint_words(m.hint)}" if m.hint else ""
+    hint = f"; to admit it: {describe_hint(m.hint)}" if m.hint and m.hint["steps"] else ""
     if m.status == "evicted":
         reason = m.reason or ""
         return f"{name} was left out of {where} by {reason}: {reason_words(reason, detail)}{hint}."
@@ -320,55 +320,3 @@ def never_sentence(text: str, closest: Sequence[str]) -> str:
         else " The index knows no similar terms."
     )
     return f'Nothing in the ledger matches "{text}": it was never ingested.{near}'
-
-
-def reason_words(reason: str, detail: Mapping[str, Any]) -> str:
-    """A reason code and its detail in words."""
-    if reason == "permission_denied":
-        return f"the subject lacks permission '{detail['required_permission']}'"
-    if reason == "trust_denied":
-        return f"the policy does not allow trust '{detail['trust']}'"
-    if reason == "not_yet_effective":
-        return f"it takes effect only on {detail['effective_from']}"
-    if reason == "expired":
-        return f"it expired on {detail['expires_on']}"
-    if reason == "retracted":
-        return f"it was retracted from {detail['from']} (entry {detail['entry']})"
-    if reason == "superseded":
-        return f"version {detail['by']['source_version']} supersedes it"
-    if reason == "duplicate":
-        return f"{detail['kept']['id']} was kept from the same dedupe group"
-    if reason == "budget":
-        return f"it needed {detail['needed']} tokens but only {detail['remaining']} remained"
-    return reason
-
-
-def hint_words(hint: Mapping[str, Any]) -> str:
-    """A hint's steps in words, and whether a re-run of the selector admitted it."""
-    parts = []
-    for s in hint.get("steps", ()):
-        kind = s["kind"]
-        if kind == "grant":
-            parts.append(f"grant '{s['permission']}'")
-        elif kind == "allow_trust":
-            parts.append(f"allow trust '{s['trust']}'")
-        elif kind == "as_of":
-            parts.append(f"build as of {s['as_of']}")
-        elif kind == "budget":
-            parts.append(f"raise the budget by {s['extra']} to {s['budget']}")
-        elif kind == "retrieve":
-            parts.append(f'retrieve with --query "{s["query"]}" --top {s["top"]}')
-        elif kind == "rebuild":
-            parts.append("build again")
-        elif kind == "superseded_by":
-            by = s["by"]
-            alt = f", or build as of {s['as_of']}" if s.get("as_of") else ""
-            parts.append(f"it is superseded by {by['id']}@{by['source_version']}{alt}")
-        elif kind == "outranked_by":
-            parts.append(f"{s['kept']['id']}@{s['kept']['source_version']} out-ranks it")
-        else:
-            parts.append(kind)
-    if not parts:
-        return "no change of the request admits it"
-    verdict = "which admits it" if hint.get("admits") else "which alone would not admit it"
-    return "to admit it: " + ", then ".join(parts) + f" ({verdict})"

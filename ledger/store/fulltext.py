@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from ledger.core.context import UNRANKED, Candidate
+from ledger.core.errors import InputError
 from ledger.core.query import (
     Query,
     Ranked,
@@ -33,7 +34,6 @@ from ledger.core.query import (
     parse_query,
     round_score,
 )
-from ledger.core.errors import InputError
 
 TABLE = "search_index"
 INDEX_SLICE = 2000

@@ -61,8 +61,14 @@ def planted() -> list[dict[str, Any]]:
             id="p-versioned", dedupe_key="p-versioned", source_version="2",
             effective_from="2026-05-01", content="Rewritten: nothing about that animal.", **ev,
         ),
-        chunk(id="p-kept", dedupe_key="p-dup", content="Harbor rules, first copy.", **{**ev, "priority": 60}),
-        chunk(id="p-dropped", dedupe_key="p-dup", content="The indigo jackal copy.", **{**ev, "priority": 40}),
+        chunk(
+            id="p-kept", dedupe_key="p-dup", content="Harbor rules, first copy.",
+            **{**ev, "priority": 60},
+        ),
+        chunk(
+            id="p-dropped", dedupe_key="p-dup", content="The indigo jackal copy.",
+            **{**ev, "priority": 40},
+        ),
         chunk(
             id="p-budget", dedupe_key="p-budget", estimated_tokens=45,
             content="The juniper koala is large.", **{**ev, "priority": 10},
@@ -76,7 +82,10 @@ def planted() -> list[dict[str, Any]]:
             content="The kelp lemur, far from any tide, " + " ".join(FILLER * 3) + ".", **ev,
         ),
         # A word close to the never-ingested one, for the closest terms.
-        chunk(id="p-near", dedupe_key="p-near", content="A xylophonic tune.", **{**ev, "priority": 5}),
+        chunk(
+            id="p-near", dedupe_key="p-near", content="A xylophonic tune.",
+            **{**ev, "priority": 5},
+        ),
     ]  # fmt: skip
 
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger.core.errors import InputError
 from ledger.core.query import (
     MAX_QUERY_TERMS,
     MAX_WORD,
@@ -18,7 +19,6 @@ from ledger.core.query import (
     normalize_words,
     parse_query,
 )
-from ledger.errors import InputError
 
 # What a rendering may contain: quoted words joined by OR (FTS5), quoted
 # lexemes joined by <-> and | (tsquery). Nothing else reaches the engines.

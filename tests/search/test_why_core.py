@@ -40,7 +40,7 @@ def test_evicted_carries_reason_detail_and_hint_words() -> None:
     assert a.verdict == "evicted"
     assert a.matches[0].detail == {"needed": 10, "remaining": 2}
     assert "by budget: it needed 10 tokens but only 2 remained" in a.sentence
-    assert "raise the budget by 8 to 50 (which admits it)" in a.sentence
+    assert "to admit it: raise the budget by 8 to 50 (admits it" in a.sentence
 
 
 @pytest.mark.parametrize(

@@ -14,17 +14,17 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
+from ledger.core.errors import InputError, NotFoundError
 from ledger.core.query import Query, parse_query
 from ledger.core.why import Decided, Found, PackView, Retrieval, WhyAnswer, answer
-from ledger.errors import InputError, NotFoundError
-from ledger.fulltext import (
+from ledger.store.fulltext import (
     Hit,
     closest_terms,
     rank_of,
     retrieve_query,
     search_versions,
 )
-from ledger.models import ChunkVersion, Pack
+from ledger.store.schema import ChunkVersion, Pack
 
 versions = ChunkVersion.__table__
 packs = Pack.__table__
@@ -104,7 +104,7 @@ def search(
     q = parse_query(text)
     check_limit(limit)
     if as_of is not None:
-        from ledger.build import check_date
+        from ledger.core.reasons import check_date
 
         check_date(as_of)
     hits = search_versions(conn, q, limit=limit, as_of=as_of)
@@ -148,7 +148,7 @@ def _scope_of(row: Any) -> str:
 
 
 def _pack_for(conn: Connection, pack_no: int | None, subject: str) -> Any | None:
-    from ledger.packs import pack_header
+    from ledger.store.packs import pack_header
 
     if pack_no is not None:
         return pack_header(conn, pack_no)
@@ -167,9 +167,9 @@ def why(
 ) -> WhyAnswer:
     """SPEC's `ledger why TEXT --json`: the matching versions' fate in one pack
     (default: the subject's newest), the verdict and the sentence."""
-    from ledger.access import check_subject
-    from ledger.audit import hint_for, inputs_of
-    from ledger.packs import decision_rows, detail_of, reason_of
+    from ledger.store.access import check_subject
+    from ledger.store.audit import hint_for, inputs_of
+    from ledger.store.packs import decision_rows, detail_of, reason_of
 
     q = parse_query(text)
     check_limit(limit)
@@ -179,7 +179,9 @@ def why(
     # answer, and it may score below an older one.
     hits = search_versions(conn, q, limit=limit * 4 + 8)
     if not hits:
-        return answer(q.text, None if head is None else _view(head), [], limit, closest_terms(conn, q))
+        return answer(
+            q.text, None if head is None else _view(head), [], limit, closest_terms(conn, q)
+        )
     if head is None:
         raise NotFoundError(
             f"no pack has been built for subject {subject!r}; run `ledger build --as-of DATE "
@@ -219,7 +221,7 @@ def why(
             and r.section == "evidence"
             and _scope_of(r) == inputs.scope
         ):
-            hint = _retrieve_hint(conn, inputs, r, pack_query or q)
+            hint = _retrieve_hint(conn, inputs, r, [x for x in (pack_query, q) if x is not None])
         found.append(
             Found(
                 id=r.chunk_id,
@@ -239,7 +241,7 @@ def why(
 
 
 def _view(head: Any) -> PackView:
-    from ledger.audit import retrieval_of
+    from ledger.store.audit import retrieval_of
 
     record = retrieval_of(head)
     retrieval = None
@@ -255,11 +257,13 @@ def _view(head: Any) -> PackView:
     )
 
 
-def _simulated_hint(conn: Connection, inputs: Any, record_digest: str, first: dict[str, Any]) -> dict[str, Any]:
+def _simulated_hint(
+    conn: Connection, inputs: Any, record_digest: str, first: dict[str, Any]
+) -> dict[str, Any]:
     """The core's hint on the inputs of another build, after `first` (the step that
     makes the version a candidate): `{"target", "steps", "admits"}`."""
-    from ledger.build import candidates_for
-    from ledger.select import admission_hint
+    from ledger.core.select import admission_hint
+    from ledger.store.build import candidates_for
 
     candidates, _ = candidates_for(conn, inputs)
     if not any(c.record_digest == record_digest for c in candidates):
@@ -269,12 +273,15 @@ def _simulated_hint(conn: Connection, inputs: Any, record_digest: str, first: di
     return hint
 
 
-def _retrieve_hint(conn: Connection, inputs: Any, row: Any, query: Query) -> dict[str, Any]:
+def _retrieve_hint(conn: Connection, inputs: Any, row: Any, queries: list[Query]) -> dict[str, Any]:
     """For a version a retrieval build did not take: the query and K that would
     retrieve its id (the pack's query when the version matches it, else the
     asked text), then whatever else the selector needs to admit it."""
-    ranked = rank_of(conn, query, row.chunk_id, mark=inputs.mark)
-    if ranked is None:
+    for query in queries:
+        ranked = rank_of(conn, query, row.chunk_id, mark=inputs.mark)
+        if ranked is not None:
+            break
+    else:
         return {"target": None, "steps": [], "admits": False}
     top = max(ranked[0], inputs.retrieval.top or 0)
     record = retrieve_query(conn, query.text, top, inputs.mark)
@@ -285,7 +292,7 @@ def _retrieve_hint(conn: Connection, inputs: Any, row: Any, query: Query) -> dic
 def _rebuild_hint(conn: Connection, head: Any, inputs: Any, row: Any) -> dict[str, Any]:
     """For a version ingested after the pack: a build now, with the pack's date,
     subject, budget and retrieval query (grants and policy as they stand now)."""
-    from ledger.build import resolve_inputs, with_retrieval
+    from ledger.store.build import resolve_inputs, with_retrieval
 
     now = resolve_inputs(conn, head.as_of, head.subject, head.budget, head.counter.split("@")[0])
     retrieval = inputs.retrieval
