@@ -215,7 +215,7 @@ def why(
             h_json = None if reason is None else hint_for(conn, head, r.record_digest, cache)
             dec = Decided(reason, detail, h_json)
         elif r.batch_seq > head.ledger_mark:
-            hint = _rebuild_hint(conn, head, inputs, r)
+            hint = _rebuild_hint(conn, head, inputs, r, [x for x in (pack_query, q) if x])
         elif (
             inputs.retrieval is not None
             and r.section == "evidence"
@@ -289,9 +289,12 @@ def _retrieve_hint(conn: Connection, inputs: Any, row: Any, queries: list[Query]
     return _simulated_hint(conn, replace(inputs, retrieval=record), row.record_digest, step)
 
 
-def _rebuild_hint(conn: Connection, head: Any, inputs: Any, row: Any) -> dict[str, Any]:
+def _rebuild_hint(
+    conn: Connection, head: Any, inputs: Any, row: Any, queries: list[Query]
+) -> dict[str, Any]:
     """For a version ingested after the pack: a build now, with the pack's date,
-    subject, budget and retrieval query (grants and policy as they stand now)."""
+    subject, budget and retrieval query (grants and policy as they stand now),
+    and the retrieval that offers it if that query would not."""
     from ledger.store.build import resolve_inputs, with_retrieval
 
     now = resolve_inputs(conn, head.as_of, head.subject, head.budget, head.counter.split("@")[0])
@@ -299,6 +302,14 @@ def _rebuild_hint(conn: Connection, head: Any, inputs: Any, row: Any) -> dict[st
     if retrieval is not None and retrieval.query is not None:
         now = with_retrieval(conn, now, retrieval.query, retrieval.top)
     step = {"kind": "rebuild", "mark": now.mark}
+    if (
+        now.retrieval is not None
+        and row.section == "evidence"
+        and row.chunk_id not in {r.id for r in now.retrieval.ranked}
+    ):
+        hint = _retrieve_hint(conn, now, row, queries)
+        hint["steps"] = [step, *hint["steps"]]
+        return hint
     return _simulated_hint(conn, now, row.record_digest, step)
 
 

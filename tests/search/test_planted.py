@@ -267,13 +267,21 @@ def test_not_retrieved_compares_scores_and_its_hint_retrieves_it(
 
 
 def test_ingested_after_the_pack(planted_db: str) -> None:
-    a = why(planted_db, "lagoon mink", "--pack", "2")
+    a = why(planted_db, "lagoon mink", "--pack", "1")
     m = a["matches"][0]
     assert (m["status"], m["reason"], m["detail"]) == (
-        "not_candidate", "ingested_later", {"batch": 6, "mark": 4},
+        "not_candidate", "ingested_later", {"batch": 6, "mark": 3},
     )  # fmt: skip
-    assert m["hint"]["steps"][0]["kind"] == "rebuild" and m["hint"]["admits"] is True
+    assert m["hint"]["steps"] == [{"kind": "rebuild", "mark": 6}] and m["hint"]["admits"] is True
     assert "after the pack" in a["sentence"]
+    # After a retrieval pack whose query does not match it: build again, retrieving it.
+    m = why(planted_db, "lagoon mink", "--pack", "2")["matches"][0]
+    assert m["detail"] == {"batch": 6, "mark": 4}
+    assert m["hint"]["steps"] == [
+        {"kind": "rebuild", "mark": 6},
+        {"kind": "retrieve", "query": "lagoon mink", "top": 3},
+    ]
+    assert m["hint"]["admits"] is True
 
 
 def test_never_ingested_names_the_closest_terms(planted_db: str) -> None:

@@ -253,7 +253,7 @@ def test_hostile_query_text_never_gives_a_traceback(hostile_db: str, command: st
 
 def test_undecodable_bytes_on_the_command_line(hostile_db: str) -> None:
     cmd = [sys.executable.encode(), b"-m", b"ledger_cli", b"--db", str(hostile_db).encode(),
-           b"why", b"harbor \xff\xfe", b"--json"]  # fmt: skip
+           b"why", b"harbor \xff\xfe", b"--pack", b"1", b"--json"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout.decode("utf-8"))
