@@ -35,6 +35,7 @@ __all__ = [
     "WhyMatch",
     "answer",
     "classify",
+    "order_found",
 ]
 
 DOCUMENTS = "documents"
@@ -223,6 +224,13 @@ def order_matches(found: Sequence[Found], matches: Sequence[WhyMatch]) -> list[W
         ),
     )
     return [m for _f, m in keyed]
+
+
+def order_found(found: Sequence[Found], pack: PackView) -> list[Found]:
+    """`found` in the order of the answer (see `order_matches`)."""
+    matches = [classify(f, pack) for f in found]
+    position = {id(m): i for i, m in enumerate(matches)}
+    return [found[position[id(m)]] for m in order_matches(found, matches)]
 
 
 def _newest_first(day: str) -> tuple[int, ...]:

@@ -140,19 +140,21 @@ class Hit:
     score: float
 
 
-def _match(conn: Connection, query: Query) -> tuple[str, str, str, dict[str, Any]]:
-    """(FROM clause, score expression, match condition, parameters) for a query."""
+def _matches(conn: Connection, query: Query) -> tuple[str, dict[str, Any]]:
+    """A CTE `m(vid, score)`: every version matching the query, found by the index
+    alone. Materialized, so that the planner never drives the match from
+    `chunk_versions` (a scan of the ledger), and because SQLite's `bm25()` may
+    only be called in the statement that runs the match."""
     if conn.dialect.name == "sqlite":
         return (
-            f"{TABLE} JOIN chunk_versions v ON v.vid = {TABLE}.rowid",
-            f"-bm25({TABLE})",
-            f"{TABLE} MATCH :q",
+            f"WITH m AS MATERIALIZED (SELECT rowid AS vid, -bm25({TABLE}) AS score "
+            f"FROM {TABLE} WHERE {TABLE} MATCH :q)",
             {"q": query.fts5()},
         )
     return (
-        f"{TABLE} s JOIN chunk_versions v ON v.vid = s.vid",
-        "CAST(ts_rank_cd(s.terms, to_tsquery('simple', :q), 1) AS DOUBLE PRECISION)",
-        "s.terms @@ to_tsquery('simple', :q)",
+        "WITH m AS MATERIALIZED (SELECT s.vid AS vid, CAST(ts_rank_cd(s.terms, q.q, 1) "
+        f"AS DOUBLE PRECISION) AS score FROM {TABLE} s, to_tsquery('simple', :q) AS q(q) "
+        "WHERE s.terms @@ q.q)",
         {"q": query.tsquery()},
     )
 
@@ -203,12 +205,13 @@ def search_versions(
     vids: Sequence[int] | None = None,
 ) -> list[Hit]:
     """The best-matching chunk versions, best first (ties: id, source_version)."""
-    source, score, cond, params = _match(conn, query)
+    cte, params = _matches(conn, query)
     more = _filters(as_of, mark, section, documents_only, vids, params)
     params["limit"] = limit
     sql = (
-        f"SELECT v.vid, v.chunk_id, v.source_version, {score} AS score FROM {source} "
-        f"WHERE {cond}{more} ORDER BY score DESC, v.chunk_id, v.source_version LIMIT :limit"
+        f"{cte} SELECT v.vid, v.chunk_id, v.source_version, m.score FROM m "
+        f"JOIN chunk_versions v ON v.vid = m.vid WHERE 1 = 1{more} "
+        "ORDER BY m.score DESC, v.chunk_id, v.source_version LIMIT :limit"
     )
     return [
         Hit(r[0], r[1], r[2], round_score(float(r[3]))) for r in conn.execute(text(sql), params)
@@ -216,15 +219,14 @@ def search_versions(
 
 
 def _hits(conn: Connection, query: Query, mark: int, section: str) -> tuple[str, dict[str, Any]]:
-    """A CTE `hits(vid, chunk_id, source_version, score)`: the matching versions
-    of a section at `mark` (document scope). Materialized: SQLite's `bm25()`
-    may only be called in the query that runs the match."""
-    source, score, cond, params = _match(conn, query)
+    """CTEs ending in `hits(vid, chunk_id, source_version, score)`: the matching
+    versions of a section at `mark` (document scope)."""
+    cte, params = _matches(conn, query)
     more = _filters(None, mark, section, True, None, params)
     return (
-        f"WITH hits AS MATERIALIZED (SELECT v.vid AS vid, v.chunk_id AS chunk_id, "
-        f"v.source_version AS source_version, {score} AS score "
-        f"FROM {source} WHERE {cond}{more}) ",
+        f"{cte}, hits AS MATERIALIZED (SELECT v.vid AS vid, v.chunk_id AS chunk_id, "
+        "v.source_version AS source_version, m.score AS score FROM m "
+        f"JOIN chunk_versions v ON v.vid = m.vid WHERE 1 = 1{more}) ",
         params,
     )
 
@@ -281,14 +283,22 @@ def closest_terms(conn: Connection, query: Query, limit: int = 5) -> list[str]:
     for word in query.words[:8]:
         prefix = word[:3]
         if conn.dialect.name == "sqlite":
-            source = f"{TABLE} JOIN chunk_versions v ON v.vid = {TABLE}.rowid"
-            cond, q = f"{TABLE} MATCH :q", '"' + prefix + '"*'
+            first = f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :q ORDER BY rowid LIMIT 20"
+            q = '"' + prefix + '"*'
         else:
-            source = f"{TABLE} s JOIN chunk_versions v ON v.vid = s.vid"
-            cond, q = "s.terms @@ to_tsquery('simple', :q)", "'" + prefix + "':*"
+            first = (
+                f"SELECT vid FROM {TABLE} WHERE terms @@ to_tsquery('simple', :q) "
+                "ORDER BY vid LIMIT 20"
+            )
+            q = "'" + prefix + "':*"
+        vids = [r[0] for r in conn.execute(text(first), {"q": q})]
+        if not vids:
+            continue
+        params = {f"v{i}": vid for i, vid in enumerate(vids)}
+        names = ", ".join(f":v{i}" for i in range(len(vids)))
         rows = conn.execute(
-            text(f"SELECT {title}, v.content FROM {source} WHERE {cond} ORDER BY v.vid LIMIT 20"),
-            {"q": q},
+            text(f"SELECT {title}, v.content FROM chunk_versions v WHERE v.vid IN ({names})"),
+            params,
         )
         for t, content in rows:
             for known in set(normalize_words(t or "") + normalize_words(content or "")):

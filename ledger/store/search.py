@@ -16,7 +16,15 @@ from sqlalchemy import Connection, func, select
 
 from ledger.core.errors import InputError, NotFoundError
 from ledger.core.query import Query, parse_query
-from ledger.core.why import Decided, Found, PackView, Retrieval, WhyAnswer, answer
+from ledger.core.why import (
+    Decided,
+    Found,
+    PackView,
+    Retrieval,
+    WhyAnswer,
+    answer,
+    order_found,
+)
 from ledger.store.fulltext import (
     Hit,
     closest_terms,
@@ -202,26 +210,14 @@ def why(
             h.vid: h.score
             for h in search_versions(conn, pack_query, limit=len(missing), vids=missing)
         }
-    cache: dict[Any, Any] = {}
     found = []
     for h in hits:
         r = rows[h.vid]
         d = decided.get(h.vid)
         dec = None
-        hint = None
         if d is not None:
             reason = reason_of(d.status, head.pack_no)
-            detail = None if reason is None else detail_of(reason, d)
-            h_json = None if reason is None else hint_for(conn, head, r.record_digest, cache)
-            dec = Decided(reason, detail, h_json)
-        elif r.batch_seq > head.ledger_mark:
-            hint = _rebuild_hint(conn, head, inputs, r, [x for x in (pack_query, q) if x])
-        elif (
-            inputs.retrieval is not None
-            and r.section == "evidence"
-            and _scope_of(r) == inputs.scope
-        ):
-            hint = _retrieve_hint(conn, inputs, r, [x for x in (pack_query, q) if x is not None])
+            dec = Decided(reason, None if reason is None else detail_of(reason, d))
         found.append(
             Found(
                 id=r.chunk_id,
@@ -234,10 +230,28 @@ def why(
                 effective_from=r.effective_from,
                 decided=dec,
                 query_score=query_scores.get(h.vid),
-                hint=hint,
             )
         )
-    return answer(q.text, view, found, limit)
+    # Hints re-run the selector: only for the versions the answer shows.
+    shown = order_found(found, view)[:limit]
+    queries = [x for x in (pack_query, q) if x is not None]
+    vid_of = {(rows[h.vid].chunk_id, rows[h.vid].source_version): h.vid for h in hits}
+    cache: dict[Any, Any] = {}
+    hinted = []
+    for f in shown:
+        r = rows[vid_of[(f.id, f.source_version)]]
+        if f.decided is not None:
+            if f.decided.reason is not None:
+                f = replace(
+                    f,
+                    decided=replace(f.decided, hint=hint_for(conn, head, r.record_digest, cache)),
+                )
+        elif r.batch_seq > head.ledger_mark:
+            f = replace(f, hint=_rebuild_hint(conn, head, inputs, r, queries))
+        elif inputs.retrieval is not None and r.section == "evidence" and f.scope == inputs.scope:
+            f = replace(f, hint=_retrieve_hint(conn, inputs, r, queries))
+        hinted.append(f)
+    return answer(q.text, view, hinted, limit)
 
 
 def _view(head: Any) -> PackView:
