@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
-from ledger_cli.common import echo_json, json_option, open_ledger
-from ledger_cli.main import Settings, pass_settings
+from ledger_cli.common import echo_json, json_option, pass_ledger
+
+if TYPE_CHECKING:
+    from ledger.api import Ledger
 
 
 @click.command("search")
@@ -13,9 +17,9 @@ from ledger_cli.main import Settings, pass_settings
 @click.option("--limit", type=int, default=10, show_default=True, help="At most N results.")
 @click.option("--with-content", is_flag=True, help="Add a snippet of each body around the match.")
 @json_option
-@pass_settings
+@pass_ledger
 def search_command(
-    settings: Settings, text: str, as_of: str | None, limit: int, with_content: bool, as_json: bool
+    lg: Ledger, text: str, as_of: str | None, limit: int, with_content: bool, as_json: bool
 ) -> None:
     """Full-text search over every chunk version's content and title, best first.
 
@@ -27,15 +31,7 @@ def search_command(
     ledger search 'refund window'
     ledger search '"damaged items" refund' --as-of 2026-07-21 --limit 3 --json
     """
-    from ledger.store.engine import read_transaction
-    from ledger.store.search import search
-
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            result = search(conn, text, as_of, limit, with_content).to_json()
-    finally:
-        engine.dispose()
+    result = lg.search(text, as_of, limit, with_content).to_json()
     if as_json:
         echo_json(result)
         return
@@ -59,9 +55,9 @@ def search_command(
     "--limit", type=int, default=5, show_default=True, help="At most N matching versions."
 )
 @json_option
-@pass_settings
+@pass_ledger
 def why_command(
-    settings: Settings, text: str, pack_ref: str | None, subject: str, limit: int, as_json: bool
+    lg: Ledger, text: str, pack_ref: str | None, subject: str, limit: int, as_json: bool
 ) -> None:
     """Why did the agent (not) know this? TEXT in words, answered for one pack.
 
@@ -76,22 +72,12 @@ def why_command(
     ledger why "cache CORS responses"
     ledger why '"refund window"' --pack 3 --json
     """
-    from ledger.store.engine import read_transaction
-    from ledger.store.packs import resolve_pack
-    from ledger.store.search import why
-
     if pack_ref is not None and click.get_current_context().get_parameter_source("subject") not in (
         None,
         click.core.ParameterSource.DEFAULT,
     ):
         raise click.UsageError("give --pack or --subject, not both")
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            pack_no = resolve_pack(conn, pack_ref) if pack_ref else None
-            result = why(conn, text, pack_no, subject, limit).to_json()
-    finally:
-        engine.dispose()
+    result = lg.why(text, pack_ref, subject, limit).to_json()
     if as_json:
         echo_json(result)
         return

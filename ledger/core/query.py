@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from ledger.core.errors import InputError
 
@@ -39,6 +40,7 @@ __all__ = [
     "MAX_WORD",
     "MAX_WORDS",
     "Query",
+    "SearchResult",
     "clean_text",
     "index_terms",
     "normalize_words",
@@ -118,6 +120,20 @@ class Query:
     def tsquery(self) -> str:
         """A PostgreSQL tsquery: quoted lexemes, `<->` within a phrase, `|` between terms."""
         return " | ".join(" <-> ".join(_quote_lexeme(w) for w in term) for term in self.terms)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """`ledger search --json`: `{"query", "results": [{"id", "source_version",
+    "title", "path", "score", "record_digest", "content_digest", "snippet"?}]}`,
+    best first."""
+
+    query: str
+    results: tuple[dict[str, Any], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON, as `ledger search --json` prints it."""
+        return {"query": self.query, "results": [dict(r) for r in self.results]}
 
 
 def _quote_lexeme(word: str) -> str:

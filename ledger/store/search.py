@@ -9,13 +9,13 @@ own inputs, or on the inputs of the build that would retrieve it) and lets
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, func, select
 
 from ledger.core.errors import InputError, NotFoundError
-from ledger.core.query import Query, parse_query
+from ledger.core.query import Query, SearchResult, parse_query
 from ledger.core.why import (
     Decided,
     Found,
@@ -87,18 +87,6 @@ def snippet(content: str | None, query: Query) -> str | None:
             text = " ".join(content[start:end].split())
             return ("…" if start else "") + text + ("…" if end < len(content) else "")
     return " ".join(content[:SNIPPET].split()) + ("…" if len(content) > SNIPPET else "")
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """`ledger search --json`: `{"query", "results": [...]}`, best first."""
-
-    query: str
-    results: tuple[dict[str, Any], ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON, as `ledger search --json` prints it."""
-        return {"query": self.query, "results": [dict(r) for r in self.results]}
 
 
 def search(

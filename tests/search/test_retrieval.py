@@ -259,3 +259,20 @@ def test_undecodable_bytes_on_the_command_line(hostile_db: str) -> None:
     data = json.loads(proc.stdout.decode("utf-8"))
     assert data["text"] == "harbor \ufffd\ufffd"
     assert data["verdict"] in ("admitted", "evicted") and data["matches"]
+
+
+def test_the_python_api_gives_what_the_commands_print(hostile_db: str) -> None:
+    import ledger
+
+    def cli_json(*args: str) -> Any:
+        return json.loads(run_ledger(*args, "--json", db=hostile_db, check=True).stdout)
+
+    with ledger.open(hostile_db) as lg:
+        assert lg.search("harbor pilot", limit=3).to_json() == cli_json(
+            "search", "harbor pilot", "--limit", "3"
+        )
+        assert lg.why("harbor", pack=1).to_json() == cli_json("why", "harbor", "--pack", "1")
+        pack = lg.build(AS_OF, query="harbor pilot", top=2)
+    shown = cli_json("show", str(pack.number))
+    assert pack.to_json() == shown
+    assert [r["id"] for r in shown["retrieval"]["ranked"]] == ["zeta-best", "mid-second"]
