@@ -93,10 +93,10 @@ def index_rows(conn: Connection, rows: Iterable[tuple[int, str | None, str | Non
 
 def _version_rows(conn: Connection, where: str, params: dict[str, Any]) -> Any:
     title = "title" if has_title(conn) else "NULL"
-    return conn.execution_options(yield_per=INDEX_SLICE).execute(
-        text(f"SELECT vid, {title}, content FROM chunk_versions WHERE {where} ORDER BY vid"),
-        params,
-    )
+    # Streamed in slices; the option on the statement, not the connection (which
+    # would keep server-side cursors for every later statement of the migration).
+    query = text(f"SELECT vid, {title}, content FROM chunk_versions WHERE {where} ORDER BY vid")
+    return conn.execute(query.execution_options(yield_per=INDEX_SLICE), params)
 
 
 def index_batch(conn: Connection, seq: int) -> int:

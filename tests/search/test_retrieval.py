@@ -276,3 +276,20 @@ def test_the_python_api_gives_what_the_commands_print(hostile_db: str) -> None:
     shown = cli_json("show", str(pack.number))
     assert pack.to_json() == shown
     assert [r["id"] for r in shown["retrieval"]["ranked"]] == ["zeta-best", "mid-second"]
+
+
+def test_a_transcript_exchange_is_another_scope_than_a_document_pack(
+    db: str, tmp_path: Path
+) -> None:
+    from tests.transcript.factory import ExchangeSpec, build_transcript
+
+    data, _ = build_transcript([ExchangeSpec("plain", f"narwhal tusk {i}") for i in range(2)])
+    src = tmp_path / "chat.jsonl"
+    src.write_bytes(data)
+    run_ledger("ingest", "--format", "transcript", str(src), db=db, check=True)
+    build(db)
+    a = json.loads(run_ledger("why", "narwhal tusk", "--json", db=db, check=True).stdout)
+    m = a["matches"][0]
+    assert (m["status"], m["reason"]) == ("not_candidate", "other_scope")
+    assert m["detail"]["scope"].startswith("transcript:") and m["hint"] is None
+    assert "transcript exchange" in a["sentence"]
