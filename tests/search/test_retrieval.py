@@ -60,8 +60,12 @@ def test_the_planted_best_match_ranks_first_on_every_backend(db: str) -> None:
     ]  # "alpha-third" lacks the phrase
     assert [r["rank"] for r in ranked] == [1, 2]
     assert ranked[0]["score"] > ranked[1]["score"] > 0
-    words = build(db, "--query", "harbor pilot", "--top", "3")["retrieval"]["ranked"]
-    assert [r["id"] for r in words] == ["zeta-best", "mid-second", "alpha-third"]
+    # As words: the planted best two lead on both backends; below them the
+    # rankings may differ (BM25 rewards both words in a long body, cover density
+    # one word in a short one).
+    words = build(db, "--query", "harbor pilot", "--top", "4")["retrieval"]["ranked"]
+    assert [r["id"] for r in words[:2]] == ["zeta-best", "mid-second"]
+    assert {r["id"] for r in words[2:]} == {"alpha-third", "two"}
 
 
 def test_candidates_are_the_ranked_ids_and_every_other_section(db: str) -> None:
