@@ -180,7 +180,8 @@ def rows(quick: bool) -> list[dict[str, Any]]:
                 "unit": "s",
                 "target": target,
                 "ok": ok,
-                "note": f"{r['decisions']} decisions written; whole command {r['whole'] * 1000:.0f} ms",
+                "note": f"{r['decisions']} decisions written; "
+                f"whole command {r['whole'] * 1000:.0f} ms",
             })  # fmt: skip
         out.append({
             "bench": f"why in process, {big:,} evidence chunks",

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 @click.option("--ledger-at", "ledger_at", type=int, metavar="SEQ",
               help="Build against the ledger as it stood at entry SEQ.")
 @click.option("--batch", "batch", type=click.Path(dir_okay=False), metavar="FILE.jsonl",
-              help='Many packs: lines of {"subject", "as_of", "budget"?}, all against the same ledger state.')
+              help='Many packs: lines of {"subject", "as_of", "budget"?, "query"?, "top"?, '
+                   '"candidates"?}, all against the same ledger state.')
 @click.option("--keep-going", is_flag=True, help="With --batch: record the good lines, report each failed one.")
 @click.option("--transcript", "transcript", type=click.Path(dir_okay=False), metavar="SOURCE.jsonl",
               help="Record a transcript continuation instead: the exchanges of SOURCE ingested with "
@@ -33,12 +34,14 @@ if TYPE_CHECKING:
               help="With --transcript: SOURCE is a real Claude Code session or Codex rollout (as "
                    "ingested with --from); the pack is as of its last day, subject its session.")
 @click.option("--query", metavar="TEXT",
-              help="A retrieval build: the evidence candidates are every version of the --top K "
-                   "best-matching evidence chunk ids (words and \"quoted phrases\").")
-@click.option("--top", type=int, metavar="K", help="With --query: how many chunk ids to retrieve (default 20).")
-@click.option("--candidates", "candidates_file", type=click.Path(dir_okay=False), metavar="FILE.jsonl",
-              help='A retrieval build from your own retriever: lines {"id", "source_version"?, "score"?} '
-                   "in rank order.")
+              help="A retrieval build: the evidence candidates are every version of the "
+                   '--top K best-matching evidence chunk ids (words and "quoted phrases").')
+@click.option("--top", type=int, metavar="K",
+              help="With --query: how many chunk ids to retrieve (default 20).")
+@click.option("--candidates", "candidates_file", type=click.Path(dir_okay=False),
+              metavar="FILE.jsonl",
+              help='A retrieval build from your own retriever: lines {"id", '
+                   '"source_version"?, "score"?} in rank order.')
 @json_option
 @pass_ledger
 def build_command(
@@ -62,10 +65,12 @@ def build_command(
     ledger build --as-of 2026-07-21 --query "refund window for damaged items" --top 20
     ledger build --as-of 2026-07-21 --candidates retrieved.jsonl
     """
-    retrieval = [f for f, v in (("--query", query), ("--top", top), ("--candidates", candidates_file)) if v is not None]
+    given = (("--query", query), ("--top", top), ("--candidates", candidates_file))
+    retrieval = [flag for flag, value in given if value is not None]
     if retrieval and (transcript is not None or batch is not None):
         raise click.UsageError(
-            f"{'/'.join(retrieval)} go with a single document build (--batch lines take query, top, candidates)"
+            f"{'/'.join(retrieval)} go with a single document build "
+            "(--batch lines take query, top and candidates)"
         )
     if transcript is not None:
         _build_transcript(
