@@ -100,7 +100,16 @@ def _version_rows(conn: Connection, where: str, params: dict[str, Any]) -> Any:
 
 
 def index_batch(conn: Connection, seq: int) -> int:
-    """Index the versions an ingest batch added (inside the ingest's transaction)."""
+    """Index the versions an ingest batch added (inside the ingest's transaction).
+
+    A database whose schema predates the index (only reachable below the
+    commands, which refuse a schema that is behind) has nothing to keep:
+    migration 0005 indexes every version it finds.
+    """
+    from sqlalchemy import inspect
+
+    if not inspect(conn).has_table(TABLE):
+        return 0
     return index_rows(conn, (tuple(r) for r in _version_rows(conn, "batch_seq = :s", {"s": seq})))
 
 
