@@ -310,7 +310,8 @@ def closest_terms(conn: Connection, query: Query, limit: int = 5) -> list[str]:
             params,
         )
         for t, content in rows:
-            for known in set(normalize_words(t or "") + normalize_words(content or "")):
+            words = normalize_words(str(t or "")) + normalize_words(str(content or ""))
+            for known in set(words):
                 if known.startswith(prefix) and known != word:
                     ratio = difflib.SequenceMatcher(None, word, known).ratio()
                     scored[known] = max(scored.get(known, 0.0), ratio)
@@ -369,8 +370,8 @@ def retrieve_file(conn: Connection, path: str, mark: int) -> RetrievalRecord:
             ),
             params,
         )
-        for cid, sv in rows:
-            known.setdefault(cid, set()).add(sv)
+        for found_id, found_version in rows:
+            known.setdefault(str(found_id), set()).add(str(found_version))
     for r in ranked:
         if r.id not in known:
             raise InputError(

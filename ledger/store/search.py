@@ -138,8 +138,8 @@ def search(
 
 
 def _scope_of(row: Any) -> str:
-    if row.source_uri.startswith(TRANSCRIPT_URI):
-        return "transcript:" + row.source_version
+    if str(row.source_uri).startswith(TRANSCRIPT_URI):
+        return f"transcript:{row.source_version}"
     return "documents"
 
 
@@ -148,7 +148,7 @@ def _pack_for(conn: Connection, pack_no: int | None, subject: str) -> Any | None
 
     if pack_no is not None:
         return pack_header(conn, pack_no)
-    newest = conn.execute(
+    newest: int | None = conn.execute(
         select(func.max(packs.c.pack_no)).where(packs.c.subject == subject)
     ).scalar_one()
     return None if newest is None else pack_header(conn, int(newest))
