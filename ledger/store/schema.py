@@ -75,7 +75,7 @@ class ChunkVersion(Base):
     vid: Mapped[int] = mapped_column(Integer, primary_key=True)
     chunk_id: Mapped[str] = mapped_column(String(64))
     source_version: Mapped[str] = mapped_column(String(80))
-    section: Mapped[str] = mapped_column(String(16))
+    section: Mapped[str] = mapped_column(String(16), index=True)  # retrieval builds
     source_uri: Mapped[str] = mapped_column(String(300))
     effective_from: Mapped[str] = mapped_column(String(10))
     expires_on: Mapped[str | None] = mapped_column(String(10))
@@ -144,6 +144,9 @@ class Pack(Base):
     candidate_count: Mapped[int] = mapped_column(Integer)
     input_digest: Mapped[str] = mapped_column(DIGEST)
     pack_digest: Mapped[str] = mapped_column(DIGEST, index=True)
+    # A retrieval build's record (canonical JSON: query or candidates digest, top,
+    # ranked list); NULL for a plain build. Covered by the input digest.
+    retrieval: Mapped[str | None] = mapped_column(Text)
 
 
 class Decision(Base):

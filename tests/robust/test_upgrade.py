@@ -105,12 +105,14 @@ def test_init_upgrades_keeping_every_record_and_a_backup(old_db: Path) -> None:
     assert re.fullmatch(re.escape(str(old_db)) + r"\.bak-0001-\d{8}T\d{6}Z", str(backup)), backup
     assert backups(old_db.parent) == [backup]
 
-    # Every record and digest kept; the new column says what every old pack was.
+    # Every record and digest kept; the new columns say what every old pack was
+    # (a document pack, no retrieval).
     assert revision(old_db) == SCHEMA_REVISION
-    assert rows(old_db, drop=("scope",)) == before
+    assert rows(old_db, drop=("scope", "retrieval")) == before
     con = sqlite3.connect(old_db)
     try:
         assert con.execute("SELECT DISTINCT scope FROM packs").fetchall() == [("documents",)]
+        assert con.execute("SELECT DISTINCT retrieval FROM packs").fetchall() == [(None,)]
     finally:
         con.close()
     # The backup: owner-only, the old schema, the same rows.
@@ -181,7 +183,7 @@ def test_backup_includes_what_is_still_in_the_wal(old_db: Path, tmp_path: Path) 
     backup = Path(match["path"])
     assert revision(backup) == "0001"
     assert rows(backup) == expected
-    assert rows(old_db, drop=("scope",)) == expected
+    assert rows(old_db, drop=("scope", "retrieval")) == expected
 
 
 def test_no_upgrade_without_a_backup(old_db: Path) -> None:
