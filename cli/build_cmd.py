@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 @click.option("--ledger-at", "ledger_at", type=int, metavar="SEQ",
               help="Build against the ledger as it stood at entry SEQ.")
 @click.option("--batch", "batch", type=click.Path(dir_okay=False), metavar="FILE.jsonl",
-              help='Many packs: lines of {"subject", "as_of", "budget"?}, all against the same ledger state.')
+              help='Many packs: lines of {"subject", "as_of", "budget"?, "query"?, "top"?, '
+                   '"candidates"?}, all against the same ledger state.')
 @click.option("--keep-going", is_flag=True, help="With --batch: record the good lines, report each failed one.")
 @click.option("--transcript", "transcript", type=click.Path(dir_okay=False), metavar="SOURCE.jsonl",
               help="Record a transcript continuation instead: the exchanges of SOURCE ingested with "
@@ -32,12 +33,22 @@ if TYPE_CHECKING:
 @click.option("--from", "source_format", type=click.Choice(["claude-code", "codex"]), default=None,
               help="With --transcript: SOURCE is a real Claude Code session or Codex rollout (as "
                    "ingested with --from); the pack is as of its last day, subject its session.")
+@click.option("--query", metavar="TEXT",
+              help="A retrieval build: the evidence candidates are every version of the "
+                   '--top K best-matching evidence chunk ids (words and "quoted phrases").')
+@click.option("--top", type=int, metavar="K",
+              help="With --query: how many chunk ids to retrieve (default 20).")
+@click.option("--candidates", "candidates_file", type=click.Path(dir_okay=False),
+              metavar="FILE.jsonl",
+              help='A retrieval build from your own retriever: lines {"id", '
+                   '"source_version"?, "score"?} in rank order.')
 @json_option
 @pass_ledger
 def build_command(
     lg: Ledger, as_of: str | None, subject: str, budget: int | None, counter: str,
     ledger_at: int | None, batch: str | None, keep_going: bool, transcript: str | None,
-    priorities: str | None, source_format: str | None, as_json: bool,
+    priorities: str | None, source_format: str | None, query: str | None, top: int | None,
+    candidates_file: str | None, as_json: bool,
 ) -> None:
     """Select for a subject on a date, record the pack with every decision, print it.
 
@@ -51,7 +62,16 @@ def build_command(
     ledger build --batch nightly.jsonl --keep-going
     ledger build --transcript chat.jsonl --priorities chat.priorities.json --budget 20000
     ledger build --transcript --from codex rollout.jsonl --priorities p.json --budget 20000
+    ledger build --as-of 2026-07-21 --query "refund window for damaged items" --top 20
+    ledger build --as-of 2026-07-21 --candidates retrieved.jsonl
     """
+    given = (("--query", query), ("--top", top), ("--candidates", candidates_file))
+    retrieval = [flag for flag, value in given if value is not None]
+    if retrieval and (transcript is not None or batch is not None):
+        raise click.UsageError(
+            f"{'/'.join(retrieval)} go with a single document build "
+            "(--batch lines take query, top and candidates)"
+        )
     if transcript is not None:
         _build_transcript(
             lg, transcript, priorities, budget, subject, ledger_at, as_of, batch, as_json, source_format
@@ -78,7 +98,11 @@ def build_command(
         raise click.UsageError("--keep-going goes with --batch")
     if as_of is None:
         raise click.UsageError("missing --as-of DATE (or --batch FILE.jsonl)")
-    _print_pack(lg.build(as_of, subject, budget, counter=counter, ledger_at=ledger_at), as_json)
+    pack = lg.build(
+        as_of, subject, budget, counter=counter, ledger_at=ledger_at,
+        query=query, top=top, candidates=candidates_file,
+    )  # fmt: skip
+    _print_pack(pack, as_json)
 
 
 def _print_pack(pack: Any, as_json: bool) -> None:

@@ -39,6 +39,9 @@ COMMANDS: dict[str, str] = {
     "select": "ledger_cli.pack_cmd:select_command",
     "transcript": "ledger_cli.transcript_cmd:transcript_group",
     "report": "ledger_cli.report_cmd:report_command",
+    # Search and why (issue 16)
+    "search": "ledger_cli.search_cmds:search_command",
+    "why": "ledger_cli.search_cmds:why_command",
     # Documents (issue 15).
     "retract": "ledger_cli.retract_cmd:retract_command",
 }

@@ -25,6 +25,14 @@ def render_pack(data: dict[str, Any]) -> str:
         f"pack digest {data['pack_digest']}",
         "",
     ]
+    r = data.get("retrieval")
+    if r is not None:
+        asked = f'query "{r["query"]}", top {r["top"]}' if r["query"] is not None else (
+            f"candidates file {r['candidates_digest'][:16]}"
+        )
+        ranked = ", ".join(f"{x['rank']}. {x['id']}" for x in r["ranked"][:10])
+        more = f" (+{len(r['ranked']) - 10} more)" if len(r["ranked"]) > 10 else ""
+        lines[-1:-1] = [f"retrieval: {asked}: {ranked or 'nothing matched'}{more}"]
     rows = [(a["section"], a["id"], a["source_version"], str(a["tokens"]), "admitted") for a in data["admitted"]]
     rows += [
         ("-", e["id"], e["source_version"], str(e["tokens"]), f"{e['reason']} ({short_detail(e['reason'], e['detail'])})")

@@ -33,6 +33,7 @@ from ledger.core.select import Request, select
 
 if TYPE_CHECKING:
     from ledger.api import Ledger, init, open
+    from ledger.core.query import SearchResult
     from ledger.core.results import (
         Admission,
         BatchBuild,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         WhyEvicted,
         Withheld,
     )
+    from ledger.core.why import WhyAnswer
     from ledger.store.audit import ReplayResult, VerifyResult
     from ledger.store.documents import DocumentIngestSummary, RetractResult
     from ledger.store.ingest import IngestSummary
@@ -74,6 +76,8 @@ _LAZY = {
     "SubjectGrants": ("ledger.core.results", "SubjectGrants"),
     "WhyEvicted": ("ledger.core.results", "WhyEvicted"),
     "Withheld": ("ledger.core.results", "Withheld"),
+    "SearchResult": ("ledger.core.query", "SearchResult"),
+    "WhyAnswer": ("ledger.core.why", "WhyAnswer"),
     "Ledger": ("ledger.api", "Ledger"),
     "open": ("ledger.api", "open"),
     "init": ("ledger.api", "init"),
@@ -132,8 +136,10 @@ __all__ = [
     "Request",
     "RetractResult",
     "SchemaError",
+    "SearchResult",
     "SubjectGrants",
     "VerifyResult",
+    "WhyAnswer",
     "WhyEvicted",
     "Withheld",
     "__version__",

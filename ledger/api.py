@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, Literal, overload
 
 from ledger.core.errors import InputError
+from ledger.core.query import SearchResult
 from ledger.core.records import ChunkRecord
 from ledger.core.results import (
     BatchBuild,
@@ -37,6 +38,7 @@ from ledger.core.results import (
     SubjectGrants,
     WhyEvicted,
 )
+from ledger.core.why import WhyAnswer
 from ledger.ingest.files import (
     FORMATS,
     Progress,
@@ -271,10 +273,22 @@ class Ledger:
         *,
         counter: str = "estimated_tokens",
         ledger_at: int | None = None,
+        query: str | None = None,
+        top: int | None = None,
+        candidates: str | os.PathLike[str] | None = None,
     ) -> Pack:
-        """Select for `subject` on `as_of`, record the pack with every decision, return it."""
+        """Select for `subject` on `as_of`, record the pack with every decision, return it.
+
+        A retrieval build: `query` (and `top`, default 20) takes as evidence every
+        version of the `top` best-matching evidence ids; `candidates` (a JSON Lines
+        file of `{"id", "source_version"?, "score"?}`, best first) takes them from
+        your own retriever.
+        """
         _check_counter(counter)
-        pack_no = build.build_pack(self._engine, as_of, subject, budget, counter, ledger_at)
+        pack_no = build.build_pack(
+            self._engine, as_of, subject, budget, counter, ledger_at, query, top,
+            None if candidates is None else os.fspath(candidates),
+        )  # fmt: skip
         return self.show(pack_no)
 
     def build_batch(
@@ -384,6 +398,38 @@ class Ledger:
         with self._read() as conn:
             pack_no = self._pack_no(conn, pack) if pack is not None else None
             return WhyEvicted(audit.why_evicted(conn, ref, pack_no, hints))
+
+    # Search and why (issue 16) ------------------------------------------------
+
+    def search(
+        self,
+        text: str,
+        as_of: str | None = None,
+        limit: int = 10,
+        with_content: bool = False,
+    ) -> SearchResult:
+        """Full-text search: the chunk versions best matching `text` (words and
+        "quoted phrases"), valid on `as_of` when given; `with_content` adds a
+        snippet of each body."""
+        from ledger.store import search
+
+        with self._read() as conn:
+            return search.search(conn, text, as_of, limit, with_content)
+
+    def why(
+        self,
+        text: str,
+        pack: PackRef | None = None,
+        subject: str = "default",
+        limit: int = 5,
+    ) -> WhyAnswer:
+        """What `pack` (default: the subject's newest) did with the chunk versions
+        matching `text`, the verdict and the one-sentence answer."""
+        from ledger.store import search
+
+        with self._read() as conn:
+            pack_no = self._pack_no(conn, pack) if pack is not None else None
+            return search.why(conn, text, pack_no, subject, limit)
 
     def diff(self, a: PackRef, b: PackRef) -> Diff:
         """What entered, left, changed version or reason between two packs, and why."""

@@ -13,6 +13,7 @@ from alembic import context
 from sqlalchemy import Connection
 
 from ledger.store.engine import make_engine
+from ledger.store.fulltext import outside_models
 from ledger.store.schema import Base
 
 config = context.config
@@ -26,6 +27,7 @@ def _run(connection: Connection) -> None:
         render_as_batch=connection.dialect.name == "sqlite",
         transaction_per_migration=True,
         compare_type=True,
+        include_name=outside_models,
     )
     with context.begin_transaction():
         context.run_migrations()

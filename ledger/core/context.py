@@ -23,6 +23,7 @@ from ledger.core.errors import InputError, RefusedError
 from ledger.core.reasons import DETAIL_KEYS
 
 REF_KEYS = ("id", "source_version", "record_digest")
+UNRANKED = 2**31 - 1
 
 
 class ContextOverBudgetError(RefusedError):
@@ -52,6 +53,10 @@ class Candidate:
     record_digest: str
     content_digest: str
     ingest_rank: int = 0  # ledger time order of the version: the later ingest wins ties
+    # Retrieval rank (1 = best) in a retrieval build; 0 for every candidate of a
+    # plain build, and UNRANKED for the unranked ones (other sections) of a
+    # retrieval build, so they follow the ranked ones of equal priority.
+    rank: int = 0
 
     def ref(self) -> dict[str, str]:
         """`{"id", "source_version", "record_digest"}`: how `by` and `kept` name it."""

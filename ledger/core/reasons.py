@@ -134,6 +134,10 @@ def describe_hint(hint: Mapping[str, Any]) -> str:
             by = s["by"]
             alt = f", or build as of {s['as_of']}" if s.get("as_of") else ""
             parts.append(f"superseded by {by['id']}@{by['source_version']}{alt}")
+        elif k == "retrieve":  # `ledger why`: a retrieval build that offers it
+            parts.append(f"retrieve with --query \"{s['query']}\" --top {s['top']}")
+        elif k == "rebuild":  # `ledger why`: it was ingested after the pack
+            parts.append(f"build again (the ledger is now at entry {s['mark']})")
         elif k == "retracted":
             alt = f"; build as of {s['as_of']} to see it" if s.get("as_of") else ""
             parts.append(f"retracted from {s['from']} by entry {s['entry']}{alt}")

@@ -128,11 +128,12 @@ def _newest_first(day: str) -> int:
 
 
 def default_preference(c: Candidate) -> tuple[Any, ...]:
-    """SPEC's dedupe and budget order: priority high first, effective_from newest
-    first, tokens small first, id (then source_version and record digest, so the
-    order is total)."""
+    """SPEC's dedupe and budget order: priority high first, then (a retrieval
+    build's) retrieval rank best first, effective_from newest first, tokens small
+    first, id (then source_version and record digest, so the order is total)."""
     return (
         -c.priority,
+        c.rank,
         _newest_first(c.effective_from),
         c.tokens,
         c.id,

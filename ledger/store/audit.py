@@ -25,21 +25,24 @@ from ledger.core.reasons import REASON_CODES, REASON_NAMES
 from ledger.store.build import (
     DOCUMENTS,
     Inputs,
+    candidates_for,
     context_digests,
     decide,
     input_digest,
-    load_candidates,
     pack_digest,
     pack_entry_payload,
     retractions_at,
 )
 from ledger.core.canonical import content_digest
+from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
+from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASONS as GATE_ORDER
+from ledger.core.select import admission_hint
 from ledger.store.chain import GENESIS, KINDS, Head, entry_hash, read_head
 from ledger.store.engine import fetch_tuples
-from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.store.ingest import ingest_payload_digest, record_from_row
 from ledger.store.documents import retract_payload
+from ledger.store.packs import detail_of, pack_header, reason_of, snapshot_of
 from ledger.store.schema import (
     Batch,
     ChunkVersion,
@@ -50,8 +53,6 @@ from ledger.store.schema import (
     PolicyVersion,
     Retraction,
 )
-from ledger.store.packs import detail_of, pack_header, reason_of, snapshot_of
-from ledger.core.select import admission_hint
 from ledger.tokens import ESTIMATED, counter_id
 
 entries = Entry.__table__
@@ -134,6 +135,7 @@ def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
         counter=head.counter,
         mark=head.ledger_mark,
         scope=head.scope,
+        retrieval=retrieval_of(head),
         retractions=(
             retractions_at(conn, head.ledger_mark)
             if conn is not None and head.scope == DOCUMENTS
@@ -142,12 +144,26 @@ def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
     )
 
 
+def retrieval_of(head: Any) -> RetrievalRecord | None:
+    """A recorded pack's retrieval record (None: a plain build), or exit 4."""
+    text = getattr(head, "retrieval", None)
+    if text is None:
+        return None
+    try:
+        return RetrievalRecord.from_json(snapshot_of(text, "retrieval", head.pack_no))
+    except InputError:
+        raise IntegrityError(
+            f"pack {head.pack_no}: its recorded retrieval does not have the recorded shape; "
+            "the database was altered: run `ledger verify`"
+        ) from None
+
+
 def hint_for(conn: Connection, head: Any, record_digest: str, cache: dict[int, Any]) -> dict[str, Any]:
     """The core's smallest change that would have admitted a version in a pack."""
     inputs = inputs_of(head, conn)
-    key = (head.ledger_mark, head.counter, inputs.scope)
+    key = (head.ledger_mark, head.counter, inputs.scope, head.pack_no if inputs.retrieval else 0)
     if key not in cache:
-        cache[key] = load_candidates(conn, head.ledger_mark, head.counter, inputs.scope)[0]
+        cache[key] = candidates_for(conn, inputs)[0]
     hint = admission_hint(cache[key], inputs.request(), record_digest, inputs.order()).to_json()
     if inputs.is_transcript:
         # A transcript pack's budget excludes continuation.md's fixed header, but
@@ -754,7 +770,7 @@ def replay(conn: Connection, pack_no: int) -> ReplayResult:
         if now != inputs.counter:
             return ReplayResult(pack_no, False, head.pack_digest, "",
                                 f"the pack was costed with {inputs.counter}; this installation has {now}")
-    candidates, vid_of = load_candidates(conn, inputs.mark, ESTIMATED, inputs.scope)
+    candidates, vid_of = candidates_for(conn, inputs, ESTIMATED)  # a retrieval: its recorded list
     if inputs.counter != ESTIMATED:
         # Recount rather than trust the cache: replay must not inherit a bad count.
         candidates = _recount(conn, candidates, vid_of, inputs.counter)

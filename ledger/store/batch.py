@@ -8,16 +8,26 @@ savepoint, and a failed line is reported and rolled back alone.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine
 
-from ledger.store.build import decide, gc_paused, load_candidates, parse_batch_line, record_pack, resolve_inputs
+from ledger.core.errors import ContextError, InputError, LedgerError
+from ledger.store.build import (
+    candidates_for,
+    decide,
+    gc_paused,
+    load_candidates,
+    parse_batch_line,
+    record_pack,
+    resolve_inputs,
+    with_retrieval,
+)
 from ledger.store.chain import read_head
 from ledger.store.engine import write_transaction
-from ledger.core.errors import ContextError, InputError, LedgerError
 
 
 @dataclass
@@ -50,9 +60,17 @@ def run_batch(
                 # Reading the inputs and costing the candidates write nothing but the
                 # token-count cache, which stays valid even if this line fails.
                 inputs = resolve_inputs(conn, spec["as_of"], spec["subject"], spec["budget"], counter, mark)
-                if inputs.counter not in cache:
-                    cache[inputs.counter] = load_candidates(conn, mark, inputs.counter, inputs.scope)
-                candidates, vid_of = cache[inputs.counter]
+                # A line's candidates file is named relative to the batch file.
+                cands_file = spec["candidates"]
+                if cands_file is not None:
+                    cands_file = os.path.join(os.path.dirname(path), cands_file)
+                inputs = with_retrieval(conn, inputs, spec["query"], spec["top"], cands_file)
+                if inputs.retrieval is not None:
+                    candidates, vid_of = candidates_for(conn, inputs)
+                else:
+                    if inputs.counter not in cache:
+                        cache[inputs.counter] = load_candidates(conn, mark, inputs.counter, inputs.scope)
+                    candidates, vid_of = cache[inputs.counter]
                 with conn.begin_nested() if keep_going else _null():
                     ctx = decide(inputs, candidates)
                     pack_no = record_pack(conn, inputs, candidates, ctx, vid_of)

@@ -12,7 +12,7 @@ import gc
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, insert, select
@@ -21,6 +21,7 @@ from ledger.store.access import Policy, check_budget, check_subject, grants_at, 
 from ledger.core.canonical import canonical_json, digest_presorted, digest_trusted, digest_value
 from ledger.store.chain import read_head, reserve_entry, seal_entry
 from ledger.core.context import Context
+from ledger.core.query import RetrievalRecord
 from ledger.store.engine import fetch_tuples, write_transaction
 from ledger.core.errors import InputError
 from ledger.core.reasons import REASON_CODES, check_date
@@ -50,6 +51,7 @@ class Inputs:
     counter: str  # counter id: name and implementation version
     mark: int  # ledger time: the last entry the build could see
     scope: str = DOCUMENTS  # which versions are candidates, and with which order
+    retrieval: RetrievalRecord | None = None  # a retrieval build's ranked candidates
     # Gate 5: id -> ((retract entry, from date), ...) at or before `mark` (documents only).
     retractions: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
 
@@ -67,6 +69,8 @@ class Inputs:
         }
         if self.scope != DOCUMENTS:
             data["scope"] = self.scope
+        if self.retrieval is not None:  # plain builds keep their digests
+            data["retrieval"] = self.retrieval.digest_value()
         return data
 
     @property
@@ -190,7 +194,7 @@ def transcript_inputs(
 
 
 def load_candidates(
-    conn: Connection, mark: int, counter: str, scope: str = DOCUMENTS
+    conn: Connection, mark: int, counter: str, scope: str = DOCUMENTS, where: Any = None
 ) -> tuple[list[Candidate], dict[str, int]]:
     """The chunk versions of `scope` ingested at or before `mark`, costed by `counter`.
 
@@ -214,6 +218,8 @@ def load_candidates(
         )
     else:
         raise InputError(f"unknown pack scope {scope!r}")
+    if where is not None:
+        query = query.where(where)
     rows = fetch_tuples(conn, query)  # plain tuples: one Row object per candidate costs a third more
     if counter == ESTIMATED:
         tokens = {r[0]: r[9] for r in rows}
@@ -228,6 +234,51 @@ def load_candidates(
         for (vid, cid, sv, sec, eff, exp, perm, trust, dk, _est, prio, req, rd, cd, batch) in rows
     ]
     return cands, {r[12]: r[0] for r in rows}
+
+
+def candidates_for(
+    conn: Connection, inputs: Inputs, counter: str | None = None
+) -> tuple[list[Candidate], dict[str, int]]:
+    """The candidates of a build with these inputs: every version of the scope at
+    the mark, or, for a retrieval build, the ranked evidence and every other
+    section, with their ranks. `counter` overrides the inputs' (replay recounts)."""
+    counter = inputs.counter if counter is None else counter
+    if inputs.retrieval is None:
+        return load_candidates(conn, inputs.mark, counter, inputs.scope)
+    from ledger.store.fulltext import apply_ranks, retrieval_filter
+
+    cands, vid_of = load_candidates(
+        conn, inputs.mark, counter, inputs.scope, retrieval_filter(inputs.retrieval)
+    )
+    return apply_ranks(inputs.retrieval, cands), vid_of
+
+
+def with_retrieval(
+    conn: Connection,
+    inputs: Inputs,
+    query: str | None = None,
+    top: int | None = None,
+    candidates: str | None = None,
+) -> Inputs:
+    """The inputs of a retrieval build (`--query TEXT [--top K]` or `--candidates
+    FILE`), or the inputs unchanged for a plain build."""
+    from ledger.store.fulltext import DEFAULT_TOP, retrieve_file, retrieve_query
+
+    if query is not None and candidates is not None:
+        raise InputError("--query and --candidates are two retrievers: give one")
+    if query is not None:
+        record = retrieve_query(conn, query, DEFAULT_TOP if top is None else top, inputs.mark)
+    elif candidates is not None:
+        if top is not None:
+            raise InputError("--top goes with --query (a candidates file is already ranked)")
+        record = retrieve_file(conn, candidates, inputs.mark)
+    elif top is not None:
+        raise InputError("--top goes with --query TEXT")
+    else:
+        return inputs
+    if inputs.is_transcript:
+        raise InputError("a transcript continuation is not a retrieval build")
+    return replace(inputs, retrieval=record)
 
 
 def count_tokens(conn: Connection, vids: Sequence[int], counter: str) -> dict[int, int]:
@@ -272,6 +323,8 @@ def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
     }
     if inputs.scope != DOCUMENTS:  # as in Inputs.to_json: schema-0001 packs hash unchanged
         data["scope"] = inputs.scope
+    if inputs.retrieval is not None:
+        data["retrieval"] = inputs.retrieval.digest_value()
     if inputs.retractions:  # only when there are any: packs before retractions hash unchanged
         data["retractions"] = [
             [cid, entry, day]
@@ -367,6 +420,9 @@ def record_pack(
             candidate_count=len(candidates),
             input_digest=in_digest,
             pack_digest=pack_dig,
+            retrieval=None
+            if inputs.retrieval is None
+            else json.dumps(inputs.retrieval.to_json(), sort_keys=True, separators=(",", ":")),
         )
     )
     rows: list[tuple[Any, ...]] = [
@@ -418,11 +474,15 @@ def build_in(
     budget: int | None = None,
     counter: str = ESTIMATED,
     ledger_at: int | None = None,
+    query: str | None = None,
+    top: int | None = None,
+    candidates_file: str | None = None,
 ) -> int:
     """Build and record one pack inside an open write transaction; return its number."""
     inputs = resolve_inputs(conn, as_of, subject, budget, counter, ledger_at)
+    inputs = with_retrieval(conn, inputs, query, top, candidates_file)
     with gc_paused():
-        candidates, vid_of = load_candidates(conn, inputs.mark, inputs.counter, inputs.scope)
+        candidates, vid_of = candidates_for(conn, inputs)
         ctx = decide(inputs, candidates)
         return record_pack(conn, inputs, candidates, ctx, vid_of)
 
@@ -434,14 +494,21 @@ def build_pack(
     budget: int | None = None,
     counter: str = ESTIMATED,
     ledger_at: int | None = None,
+    query: str | None = None,
+    top: int | None = None,
+    candidates_file: str | None = None,
 ) -> int:
-    """Build and record one pack in its own transaction; return its number."""
+    """Build and record one pack in its own transaction; return its number.
+
+    With `query` (and `top`, default 20) or `candidates_file`: a retrieval build."""
     with write_transaction(engine) as conn:
-        return build_in(conn, as_of, subject, budget, counter, ledger_at)
+        return build_in(
+            conn, as_of, subject, budget, counter, ledger_at, query, top, candidates_file
+        )
 
 
 def parse_batch_line(raw: bytes, where: str) -> dict[str, Any]:
-    """One `--batch` line: {"subject", "as_of", "budget"?}."""
+    """One `--batch` line: {"subject", "as_of", "budget"?, "query"?, "top"?, "candidates"?}."""
     from ledger.core.strictjson import StrictJSONError, loads_strict
 
     try:
@@ -450,7 +517,7 @@ def parse_batch_line(raw: bytes, where: str) -> dict[str, Any]:
         raise InputError(f"{where}: {exc}") from None
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected an object with subject, as_of and optional budget")
-    extra = set(obj) - {"subject", "as_of", "budget"}
+    extra = set(obj) - {"subject", "as_of", "budget", "query", "top", "candidates"}
     missing = {"subject", "as_of"} - set(obj)
     if extra or missing:
         raise InputError(
@@ -461,7 +528,19 @@ def parse_batch_line(raw: bytes, where: str) -> dict[str, Any]:
     b = obj.get("budget")
     if b is not None and (isinstance(b, bool) or not isinstance(b, int)):
         raise InputError(f"{where}: field 'budget': must be an integer")
-    return {"subject": obj["subject"], "as_of": obj["as_of"], "budget": b}
+    for name, kind in (("query", str), ("candidates", str), ("top", int)):
+        value = obj.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+            words = "an integer" if kind is int else "a string"
+            raise InputError(f"{where}: field '{name}': must be {words}")
+    return {
+        "subject": obj["subject"],
+        "as_of": obj["as_of"],
+        "budget": b,
+        "query": obj.get("query"),
+        "top": obj.get("top"),
+        "candidates": obj.get("candidates"),
+    }
 
 
 def json_list(text: str) -> list[Any]:

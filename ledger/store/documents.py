@@ -31,6 +31,7 @@ from ledger.core.errors import InputError, NotFoundError, RefusedError
 from ledger.core.records import RecordError, check_dedupe_groups, identifier, iso_date
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import write_transaction
+from ledger.store.fulltext import index_batch
 from ledger.store.ingest import ingest_payload_digest, record_from_row
 from ledger.store.schema import Batch, ChunkVersion, DocumentFile, Retraction
 
@@ -316,6 +317,7 @@ def store_run(
                 insert(versions), [_row(p, batch_seq) for p in new_plans[start : start + 2000]]
             )
         _check_dedupe(conn, new_plans)
+        index_batch(conn, batch_seq)  # the full-text index, in the same transaction
         seal_entry(conn, batch_seq, ingest_payload_digest(conn, batch_seq, read, unchanged))
     if moves:
         conn.execute(

@@ -22,7 +22,7 @@ from ledger.core.errors import InputError, SchemaError
 
 # The newest migration; `ledger init` upgrades to it and every other command
 # checks for it (a test keeps it equal to Alembic's head).
-SCHEMA_REVISION = "0004"
+SCHEMA_REVISION = "0006"
 BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x1ED6E7  # advisory lock that serializes chain appends
 
@@ -178,7 +178,8 @@ def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
     statements whose parameters and columns need no type processing (integers,
     text), which holds for the ledger's own schema.
     """
-    compiled = statement.compile(dialect=conn.dialect)
+    # render_postcompile: IN lists (a retrieval build's ids) become plain parameters.
+    compiled = statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
     params = compiled.params
     args: Any = tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]

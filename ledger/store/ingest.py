@@ -20,6 +20,7 @@ from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import ChunkRecord, RecordError, check_dedupe_groups, record_digest
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import write_transaction
+from ledger.store.fulltext import index_batch
 from ledger.store.schema import Batch, ChunkVersion
 
 SLICE = 2000  # records validated and written per statement
@@ -124,7 +125,7 @@ def record_from_row(row: Any) -> ChunkRecord:
         priority=row.priority,
         required=bool(row.required),
         content=row.content,
-        # Document versions (revision 0004) hash their title and path as well.
+        # Document versions (revision 0006) hash their title and path as well.
         title=getattr(row, "title", None),
         path=getattr(row, "path", None),
     )
@@ -314,6 +315,7 @@ def store_records(
                 "nothing was stored"
             )
         _check_dedupe_groups(conn, seq, reread)
+        index_batch(conn, seq)  # the full-text index, in the same transaction
         conn.execute(
             update(batches)
             .where(batches.c.seq == seq)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import namedtuple
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import Connection, func, select
@@ -123,7 +124,7 @@ def location_json(row: Any) -> dict[str, Any]:
     }
 
 
-def decision_rows(conn: Connection, pack_no: int) -> list[Any]:
+def decision_rows(conn: Connection, pack_no: int, vids: Iterable[int] | None = None) -> list[Any]:
     """Every decision of a pack joined with its version (and referenced version)."""
     v = versions.alias("v")
     r = versions.alias("r")
@@ -153,6 +154,8 @@ def decision_rows(conn: Connection, pack_no: int) -> list[Any]:
         )
         .where(d.c.pack_no == pack_no)
     )
+    if vids is not None:  # `ledger why`: the decisions about a few versions only
+        query = query.where(d.c.vid.in_(list(vids)))
     # Plain tuples from the driver, named once: packs hold up to 100,000s of rows,
     # and SQLAlchemy's per-row processing would double the cost of verify and show.
     return [DecisionRow._make(t) for t in fetch_tuples(conn, query)]
@@ -167,7 +170,10 @@ def pack_header(conn: Connection, pack_no: int) -> Any:
 
 def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
     """SPEC's `show PACK --json` shape, plus the pack's snapshots and ledger mark."""
+    from ledger.store.audit import retrieval_of
+
     head = pack_header(conn, pack_no)
+    retrieval = retrieval_of(head)
     rows = decision_rows(conn, pack_no)
     admitted = sorted((r for r in rows if r.status == 0), key=lambda r: r.position)
     evicted = sorted((r for r in rows if r.status != 0), key=lambda r: (r.chunk_id, r.source_version))
@@ -188,6 +194,7 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
         "budget": head.budget,
         "used": head.used,
         "remaining": head.budget - head.used,
+        "retrieval": None if retrieval is None else retrieval.to_json(),
         "admitted": [
             {
                 "id": r.chunk_id,

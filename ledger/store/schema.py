@@ -75,7 +75,7 @@ class ChunkVersion(Base):
     vid: Mapped[int] = mapped_column(Integer, primary_key=True)
     chunk_id: Mapped[str] = mapped_column(String(64))
     source_version: Mapped[str] = mapped_column(String(80))
-    section: Mapped[str] = mapped_column(String(16))
+    section: Mapped[str] = mapped_column(String(16), index=True)  # retrieval builds
     source_uri: Mapped[str] = mapped_column(String(300))
     effective_from: Mapped[str] = mapped_column(String(10))
     expires_on: Mapped[str | None] = mapped_column(String(10))
@@ -89,7 +89,7 @@ class ChunkVersion(Base):
     content_digest: Mapped[str] = mapped_column(DIGEST, index=True)
     record_digest: Mapped[str] = mapped_column(DIGEST, unique=True)
     batch_seq: Mapped[int] = mapped_column(ForeignKey("batches.seq"), index=True)
-    # Documents (revision 0004): the heading path and file path (hashed when set), and
+    # Documents (revision 0006): the heading path and file path (hashed when set), and
     # the location in the newest snapshot holding this text (not hashed).
     title: Mapped[str | None] = mapped_column(Text)
     path: Mapped[str | None] = mapped_column(Text)
@@ -151,6 +151,9 @@ class Pack(Base):
     candidate_count: Mapped[int] = mapped_column(Integer)
     input_digest: Mapped[str] = mapped_column(DIGEST)
     pack_digest: Mapped[str] = mapped_column(DIGEST, index=True)
+    # A retrieval build's record (canonical JSON: query or candidates digest, top,
+    # ranked list); NULL for a plain build. Covered by the input digest.
+    retrieval: Mapped[str | None] = mapped_column(Text)
 
 
 class Decision(Base):

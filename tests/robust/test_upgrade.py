@@ -37,8 +37,9 @@ TABLES = ("entries", "batches", "chunk_versions", "token_counts", "grants", "pol
 BACKUP = re.compile(r"^(?P<where>.+): backed up schema 0001 to (?P<path>.+)$")
 
 
-# Columns later revisions add to the tables of 0001 (0002: scope; 0004: documents).
-ADDED = ("scope", "title", "path", "loc_kind", "loc_first", "loc_last")
+# Columns later revisions add to the tables of 0001 (0002: scope; 0005: retrieval;
+# 0006: documents).
+ADDED = ("scope", "retrieval", "title", "path", "loc_kind", "loc_first", "loc_last")
 
 
 def rows(path: Path, *, drop: tuple[str, ...] = ()) -> dict[str, list[tuple[Any, ...]]]:
@@ -109,12 +110,14 @@ def test_init_upgrades_keeping_every_record_and_a_backup(old_db: Path) -> None:
     assert re.fullmatch(re.escape(str(old_db)) + r"\.bak-0001-\d{8}T\d{6}Z", str(backup)), backup
     assert backups(old_db.parent) == [backup]
 
-    # Every record and digest kept; the new column says what every old pack was.
+    # Every record and digest kept; the new columns say what every old pack was
+    # (a document pack, no retrieval).
     assert revision(old_db) == SCHEMA_REVISION
     assert rows(old_db, drop=ADDED) == before
     con = sqlite3.connect(old_db)
     try:
         assert con.execute("SELECT DISTINCT scope FROM packs").fetchall() == [("documents",)]
+        assert con.execute("SELECT DISTINCT retrieval FROM packs").fetchall() == [(None,)]
     finally:
         con.close()
     # The backup: owner-only, the old schema, the same rows.

@@ -29,8 +29,9 @@ from ledger.store.engine import (
     open_engine,
     write_transaction,
 )
-from ledger.core.errors import SchemaError
 from ledger.api import ingest_files as ingest
+from ledger.core.errors import SchemaError
+from ledger.store.fulltext import outside_models
 from ledger.store.migrate import alembic_config, downgrade_to, upgrade_to_head
 from ledger.store.schema import Base, Batch
 from tests import dbtools
@@ -73,7 +74,8 @@ def test_autogenerate_finds_no_difference_from_the_models(db_url: str) -> None:
     try:
         with engine.connect() as conn:
             context = MigrationContext.configure(
-                conn, opts={"compare_type": True, "render_as_batch": True}
+                conn,
+                opts={"compare_type": True, "render_as_batch": True, "include_name": outside_models},
             )
             diff = compare_metadata(context, Base.metadata)
     finally:

@@ -1,0 +1,90 @@
+"""`ledger search` and `ledger why`: ask the ledger in words."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from ledger_cli.common import echo_json, json_option, pass_ledger
+
+if TYPE_CHECKING:
+    from ledger.api import Ledger
+
+
+@click.command("search")
+@click.argument("text")
+@click.option("--as-of", "as_of", metavar="DATE", help="Only versions valid on DATE (YYYY-MM-DD).")
+@click.option("--limit", type=int, default=10, show_default=True, help="At most N results.")
+@click.option("--with-content", is_flag=True, help="Add a snippet of each body around the match.")
+@json_option
+@pass_ledger
+def search_command(
+    lg: Ledger, text: str, as_of: str | None, limit: int, with_content: bool, as_json: bool
+) -> None:
+    """Full-text search over every chunk version's content and title, best first.
+
+    TEXT is plain words and "quoted phrases": a version matches when it holds
+    any word (a phrase only as written); ranked by BM25 (SQLite) or cover
+    density (PostgreSQL), higher is better. Never parsed as FTS syntax.
+
+    \b
+    ledger search 'refund window'
+    ledger search '"damaged items" refund' --as-of 2026-07-21 --limit 3 --json
+    """
+    result = lg.search(text, as_of, limit, with_content).to_json()
+    if as_json:
+        echo_json(result)
+        return
+    if not result["results"]:
+        click.echo(f'no chunk version matches "{result["query"]}"')
+    for r in result["results"]:
+        title = f'  "{r["title"]}"' if r["title"] else ""
+        click.echo(f"{r['score']:>10g}  {r['id']}@{r['source_version']}{title}")
+        if with_content and r.get("snippet"):
+            click.echo(f"            {r['snippet']}")
+
+
+@click.command("why")
+@click.argument("text")
+@click.option(
+    "--pack", "pack_ref", metavar="PACK", help="The pack to ask about (number or digest prefix)."
+)
+@click.option("--subject", default="default", show_default=True,
+              help="Without --pack: the newest pack of this subject.")  # fmt: skip
+@click.option(
+    "--limit", type=int, default=5, show_default=True, help="At most N matching versions."
+)
+@json_option
+@pass_ledger
+def why_command(
+    lg: Ledger, text: str, pack_ref: str | None, subject: str, limit: int, as_json: bool
+) -> None:
+    """Why did the agent (not) know this? TEXT in words, answered for one pack.
+
+    Finds the chunk versions matching TEXT and says what the pack did with each:
+    admitted; evicted, with the reason and the smallest change that admits it
+    (computed by re-running the selector); not a candidate (the retriever did
+    not offer it, ingested after the pack, or another scope); or never
+    ingested, with the closest terms the index knows. Per chunk id its current
+    version comes first, superseded versions after it.
+
+    \b
+    ledger why "cache CORS responses"
+    ledger why '"refund window"' --pack 3 --json
+    """
+    if pack_ref is not None and click.get_current_context().get_parameter_source("subject") not in (
+        None,
+        click.core.ParameterSource.DEFAULT,
+    ):
+        raise click.UsageError("give --pack or --subject, not both")
+    result = lg.why(text, pack_ref, subject, limit).to_json()
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(result["sentence"])
+    for m in result["matches"]:
+        reason = f" {m['reason']}" if m["reason"] else ""
+        click.echo(
+            f"  {m['status']}{reason}: {m['id']}@{m['source_version']} (score {m['score']:g})"
+        )

@@ -1,0 +1,330 @@
+"""`ledger why TEXT`: what happened, in one pack, to the chunk versions matching TEXT.
+
+Pure: values in, values out. The store finds the matches (full-text search),
+reads the pack's decision for each and computes hints; this module decides each
+match's status and reason, orders the matches (per id its current version
+first, superseded versions after it), and writes the one sentence that answers
+the question.
+
+Statuses (SPEC "Search, why and retrieval builds"):
+
+- `admitted`; `evicted` with the stored reason, detail and a hint;
+- `not_candidate` with `ingested_later {batch, mark}` (its ingest entry came
+  after the pack's ledger mark), `other_scope {scope}` (a transcript exchange
+  and a document pack, or the reverse, or another transcript), or
+  `not_retrieved {query, top, score, lowest_retrieved}` (an evidence chunk a
+  retrieval build did not take as a candidate);
+- the verdict `never_ingested` when nothing matches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.core.reasons import describe_hint, reason_words
+
+__all__ = [
+    "DOCUMENTS",
+    "Decided",
+    "Found",
+    "PackView",
+    "Retrieval",
+    "WhyAnswer",
+    "WhyMatch",
+    "answer",
+    "classify",
+    "order_found",
+]
+
+DOCUMENTS = "documents"
+TRANSCRIPT_SCOPE = "transcript:"
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """What a retrieval build recorded: its query (None for a candidates file),
+    K (None for a file), and the lowest score it retrieved (None if unscored)."""
+
+    query: str | None
+    top: int | None
+    lowest_retrieved: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PackView:
+    """The pack a `why` answers about."""
+
+    number: int
+    as_of: str
+    subject: str
+    mark: int  # the last ledger entry the build saw
+    scope: str = DOCUMENTS
+    retrieval: Retrieval | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """The pack's decision row for a version: reason None when admitted."""
+
+    reason: str | None
+    detail: Mapping[str, Any] | None
+    hint: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One chunk version that matches the text, with what the store knows of it.
+
+    `scope` is the pack scope it can belong to (`documents` or
+    `transcript:<source_version>`); `query_score` its score under the pack's
+    retrieval query (None when it does not match it); `hint` the store's
+    computed hint for a version the pack did not retrieve.
+    """
+
+    id: str
+    source_version: str
+    title: str | None
+    score: float
+    batch: int
+    section: str
+    scope: str
+    effective_from: str
+    decided: Decided | None = None
+    query_score: float | None = None
+    hint: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WhyMatch:
+    """One line of the answer: SPEC's `matches[]` item."""
+
+    id: str
+    source_version: str
+    title: str | None
+    score: float
+    status: str  # admitted | evicted | not_candidate
+    reason: str | None
+    detail: Mapping[str, Any] | None
+    hint: Mapping[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        """SPEC's shape: `{"id", "source_version", "title", "score", "status",
+        "reason", "detail", "hint"}`."""
+        return {
+            "id": self.id,
+            "source_version": self.source_version,
+            "title": self.title,
+            "score": self.score,
+            "status": self.status,
+            "reason": self.reason,
+            "detail": _plain(self.detail),
+            "hint": _plain(self.hint),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WhyAnswer:
+    """`ledger why --json`: `{"text", "pack", "verdict", "sentence", "matches"}`,
+    plus `closest_terms` (the index's words nearest the text, when nothing matched)."""
+
+    text: str
+    pack: int | None
+    verdict: str
+    sentence: str
+    matches: tuple[WhyMatch, ...]
+    closest_terms: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON, SPEC's keys first."""
+        return {
+            "text": self.text,
+            "pack": self.pack,
+            "verdict": self.verdict,
+            "sentence": self.sentence,
+            "matches": [m.to_json() for m in self.matches],
+            "closest_terms": list(self.closest_terms),
+        }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def classify(found: Found, pack: PackView) -> WhyMatch:
+    """The status, reason, detail and hint of one matching version in `pack`."""
+    if found.decided is not None:
+        d = found.decided
+        status = "admitted" if d.reason is None else "evicted"
+        return WhyMatch(
+            found.id, found.source_version, found.title, found.score, status,
+            d.reason, d.detail, d.hint if d.reason is not None else None,
+        )  # fmt: skip
+    reason: str
+    detail: dict[str, Any]
+    hint = found.hint
+    if found.batch > pack.mark:
+        reason, detail = "ingested_later", {"batch": found.batch, "mark": pack.mark}
+    elif found.scope != pack.scope:
+        reason, detail = "other_scope", {"scope": found.scope}
+        hint = None
+    elif pack.retrieval is not None and found.section == "evidence":
+        r = pack.retrieval
+        reason = "not_retrieved"
+        detail = {
+            "query": r.query,
+            "top": r.top,
+            "score": found.query_score,
+            "lowest_retrieved": r.lowest_retrieved,
+        }
+    else:
+        # In scope, at the mark, not retrieved away, yet not decided: only an
+        # altered database gets here (`ledger verify` names it).
+        reason, detail = "not_considered", {"scope": found.scope}
+        hint = None
+    return WhyMatch(
+        found.id, found.source_version, found.title, found.score, "not_candidate",
+        reason, detail, hint,
+    )  # fmt: skip
+
+
+def _headline_rank(m: WhyMatch) -> int:
+    """Within one id: the version the pack chose or weighed first, superseded last."""
+    if m.status == "admitted":
+        return 0
+    if m.status == "evicted" and m.reason != "superseded":
+        return 1
+    if m.status == "not_candidate":
+        return 2
+    return 3
+
+
+def order_matches(found: Sequence[Found], matches: Sequence[WhyMatch]) -> list[WhyMatch]:
+    """Ids by their best score (then id); per id the current version first.
+
+    `found[i]` and `matches[i]` describe the same version.
+    """
+    best: dict[str, float] = {}
+    for f in found:
+        best[f.id] = max(best.get(f.id, f.score), f.score)
+    keyed = sorted(
+        zip(found, matches, strict=True),
+        key=lambda fm: (
+            -best[fm[0].id],
+            fm[0].id,
+            _headline_rank(fm[1]),
+            _newest_first(fm[0].effective_from),
+            -fm[0].batch,
+            fm[0].source_version,
+        ),
+    )
+    return [m for _f, m in keyed]
+
+
+def order_found(found: Sequence[Found], pack: PackView) -> list[Found]:
+    """`found` in the order of the answer (see `order_matches`)."""
+    matches = [classify(f, pack) for f in found]
+    position = {id(m): i for i, m in enumerate(matches)}
+    return [found[position[id(m)]] for m in order_matches(found, matches)]
+
+
+def _newest_first(day: str) -> tuple[int, ...]:
+    return tuple(-int(part) for part in day.split("-"))
+
+
+def answer(
+    text: str,
+    pack: PackView | None,
+    found: Iterable[Found],
+    limit: int,
+    closest_terms: Sequence[str] = (),
+) -> WhyAnswer:
+    """The whole answer: every match classified and ordered, at most `limit`
+    versions, the verdict (the headline's status, or `never_ingested`) and the
+    sentence."""
+    found = list(found)
+    if not found:
+        return WhyAnswer(
+            text, pack.number if pack else None, "never_ingested",
+            never_sentence(text, closest_terms), (), tuple(closest_terms),
+        )  # fmt: skip
+    if pack is None:
+        raise ValueError("matches need a pack to be judged against")
+    matches = order_matches(found, [classify(f, pack) for f in found])[:limit]
+    head = matches[0]
+    return WhyAnswer(text, pack.number, head.status, sentence(head, pack), tuple(matches))
+
+
+def _name(m: WhyMatch) -> str:
+    title = f' ("{m.title}")' if m.title else ""
+    return f"{m.id}@{m.source_version}{title}"
+
+
+def sentence(m: WhyMatch, pack: PackView) -> str:
+    """The one sentence that answers "why did the agent (not) know this?"."""
+    where = f"pack {pack.number} (as of {pack.as_of}, subject {pack.subject})"
+    name = _name(m)
+    if m.status == "admitted":
+        return f"{name} was admitted to {where}."
+    detail = dict(m.detail or {})
+    hint = f"; to admit it: {describe_hint(m.hint)}" if m.hint and m.hint["steps"] else ""
+    if m.status == "evicted":
+        reason = m.reason or ""
+        return f"{name} was left out of {where} by {reason}: {reason_words(reason, detail)}{hint}."
+    if m.reason == "not_retrieved":
+        return f"{name} was not a candidate of {where}: {_retrieval_words(detail)}{hint}."
+    if m.reason == "ingested_later":
+        return (
+            f"{name} was not a candidate of {where}: it was ingested at entry "
+            f"{detail['batch']}, after the pack (which saw the ledger up to entry "
+            f"{detail['mark']}); build again to consider it{hint}."
+        )
+    if m.reason == "other_scope":
+        return (
+            f"{name} was not a candidate of {where}: {_scope_words(detail['scope'], pack.scope)}."
+        )
+    return (
+        f"{name} was not a candidate of {where}, although it is in its scope and ledger "
+        "time: run `ledger verify`."
+    )
+
+
+def _number(x: float | None) -> str:
+    return "none" if x is None else f"{x:g}"
+
+
+def _retrieval_words(detail: Mapping[str, Any]) -> str:
+    if detail.get("query") is None:
+        asked = "the retriever's candidates file did not offer it"
+    else:
+        asked = f'the retriever did not offer it (query "{detail["query"]}", top {detail["top"]})'
+    score = detail.get("score")
+    if score is None:
+        if detail.get("query") is None:
+            return asked
+        return f"{asked}; it does not match that query"
+    lowest = _number(detail.get("lowest_retrieved"))
+    return f"{asked}; its score {_number(score)} is below the lowest retrieved, {lowest}"
+
+
+def _scope_words(scope: str, pack_scope: str) -> str:
+    if scope.startswith(TRANSCRIPT_SCOPE) and pack_scope == DOCUMENTS:
+        return "it is a transcript exchange, and this is a document pack"
+    if scope == DOCUMENTS:
+        return "it is a document chunk, and this is a transcript continuation pack"
+    return "it is an exchange of another transcript annotation than this pack's"
+
+
+def never_sentence(text: str, closest: Sequence[str]) -> str:
+    """The answer when nothing matches."""
+    near = (
+        f" The closest terms the index knows: {', '.join(closest)}."
+        if closest
+        else " The index knows no similar terms."
+    )
+    return f'Nothing in the ledger matches "{text}": it was never ingested.{near}'

@@ -1,0 +1,424 @@
+"""The full-text index and its queries: search, retrieval for builds, `why`.
+
+SQLite: a contentless FTS5 table `search_index(terms)` (rowid = the version's
+`vid`, `ascii` tokenizer), ranked by `bm25()`. PostgreSQL: a table
+`search_index(vid, terms tsvector)` with a GIN index, ranked by
+`ts_rank_cd(terms, query, 1)` (cover density, divided by 1 + log(length)). Both
+hold `ledger.core.query.index_terms(title, content)`: the words are normalized
+once, in Python, so the two backends index the same words and a query matches
+the same versions on both; only the scores differ (higher is better on both).
+
+The index holds no text of its own beyond the words (contentless on SQLite), so
+erasing a body also removes its index row (`unindex`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from ledger.core.context import UNRANKED, Candidate
+from ledger.core.errors import InputError
+from ledger.core.query import (
+    Query,
+    Ranked,
+    RetrievalRecord,
+    check_top,
+    index_terms,
+    normalize_words,
+    parse_candidates,
+    parse_query,
+    round_score,
+)
+
+TABLE = "search_index"
+INDEX_SLICE = 2000
+DEFAULT_TOP = 20  # SPEC: `--top K` defaults to 20
+
+
+def has_title(conn: Connection) -> bool:
+    """Whether chunk versions carry a `title` (documents ingest adds it)."""
+    from sqlalchemy import inspect
+
+    return any(c["name"] == "title" for c in inspect(conn).get_columns("chunk_versions"))
+
+
+def create_index(conn: Connection) -> None:
+    """Create the index (empty). Used by the migration."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(
+            f"CREATE VIRTUAL TABLE {TABLE} USING fts5(terms, content='', tokenize='ascii')"
+        )
+    else:
+        conn.exec_driver_sql(
+            f"CREATE TABLE {TABLE} (vid INTEGER PRIMARY KEY "
+            "REFERENCES chunk_versions (vid), terms tsvector NOT NULL)"
+        )
+        conn.exec_driver_sql(f"CREATE INDEX ix_{TABLE}_terms ON {TABLE} USING gin (terms)")
+
+
+def drop_index(conn: Connection) -> None:
+    """Drop the index. Used by the migration's downgrade."""
+    conn.exec_driver_sql(f"DROP TABLE IF EXISTS {TABLE}")
+
+
+def _insert_sql(conn: Connection) -> str:
+    if conn.dialect.name == "sqlite":
+        return f"INSERT INTO {TABLE} (rowid, terms) VALUES (?, ?)"
+    return f"INSERT INTO {TABLE} (vid, terms) VALUES (%(vid)s, to_tsvector('simple', %(terms)s))"
+
+
+def index_rows(conn: Connection, rows: Iterable[tuple[int, str | None, str | None]]) -> int:
+    """Index (vid, title, content) rows in slices; return how many."""
+    sql = _insert_sql(conn)
+    sqlite = conn.dialect.name == "sqlite"
+    batch: list[Any] = []
+    n = 0
+    for vid, title, content in rows:
+        terms = index_terms(title, content or "")
+        batch.append((vid, terms) if sqlite else {"vid": vid, "terms": terms})
+        if len(batch) >= INDEX_SLICE:
+            conn.exec_driver_sql(sql, batch)
+            n += len(batch)
+            batch = []
+    if batch:
+        conn.exec_driver_sql(sql, batch)
+        n += len(batch)
+    return n
+
+
+def _version_rows(conn: Connection, where: str, params: dict[str, Any]) -> Any:
+    title = "title" if has_title(conn) else "NULL"
+    # Streamed in slices; the option on the statement, not the connection (which
+    # would keep server-side cursors for every later statement of the migration).
+    query = text(f"SELECT vid, {title}, content FROM chunk_versions WHERE {where} ORDER BY vid")
+    return conn.execute(query.execution_options(yield_per=INDEX_SLICE), params)
+
+
+def index_batch(conn: Connection, seq: int) -> int:
+    """Index the versions an ingest batch added (inside the ingest's transaction).
+
+    A database whose schema predates the index (only reachable below the
+    commands, which refuse a schema that is behind) has nothing to keep:
+    migration 0005 indexes every version it finds.
+    """
+    from sqlalchemy import inspect
+
+    if not inspect(conn).has_table(TABLE):
+        return 0
+    return index_rows(conn, (tuple(r) for r in _version_rows(conn, "batch_seq = :s", {"s": seq})))
+
+
+def index_all(conn: Connection) -> int:
+    """Index every stored version (the migration indexes an existing ledger)."""
+    return index_rows(conn, (tuple(r) for r in _version_rows(conn, "1 = 1", {})))
+
+
+def unindex(conn: Connection, rows: Iterable[tuple[int, str | None, str | None]]) -> None:
+    """Remove versions from the index: (vid, title, content) as they were indexed.
+
+    A contentless FTS5 table forgets a row only when told its indexed words,
+    which `index_terms` recomputes exactly from the same title and content.
+    """
+    for vid, title, content in rows:
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql(
+                f"INSERT INTO {TABLE} ({TABLE}, rowid, terms) VALUES ('delete', ?, ?)",
+                (vid, index_terms(title, content or "")),
+            )
+        else:
+            conn.exec_driver_sql(f"DELETE FROM {TABLE} WHERE vid = %(vid)s", {"vid": vid})
+
+
+# --------------------------------------------------------------------------
+# Queries
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One matching chunk version and its score (higher is better)."""
+
+    vid: int
+    chunk_id: str
+    source_version: str
+    score: float
+
+
+def _matches(conn: Connection, query: Query) -> tuple[str, dict[str, Any]]:
+    """A CTE `m(vid, score)`: every version matching the query, found by the index
+    alone. Materialized, so that the planner never drives the match from
+    `chunk_versions` (a scan of the ledger), and because SQLite's `bm25()` may
+    only be called in the statement that runs the match."""
+    if conn.dialect.name == "sqlite":
+        return (
+            f"WITH m AS MATERIALIZED (SELECT rowid AS vid, -bm25({TABLE}) AS score "
+            f"FROM {TABLE} WHERE {TABLE} MATCH :q)",
+            {"q": query.fts5()},
+        )
+    return (
+        "WITH m AS MATERIALIZED (SELECT s.vid AS vid, CAST(ts_rank_cd(s.terms, q.q, 1) "
+        f"AS DOUBLE PRECISION) AS score FROM {TABLE} s, to_tsquery('simple', :q) AS q(q) "
+        "WHERE s.terms @@ q.q)",
+        {"q": query.tsquery()},
+    )
+
+
+_TRANSCRIPT_URI = "transcript://"
+
+
+def _filters(
+    as_of: str | None,
+    mark: int | None,
+    section: str | None,
+    documents_only: bool,
+    vids: Sequence[int] | None,
+    params: dict[str, Any],
+) -> str:
+    where = []
+    if as_of is not None:
+        where.append(
+            "v.effective_from <= :as_of AND (v.expires_on IS NULL OR v.expires_on > :as_of)"
+        )
+        params["as_of"] = as_of
+    if mark is not None:
+        where.append("v.batch_seq <= :mark")
+        params["mark"] = mark
+    if section is not None:
+        where.append("v.section = :section")
+        params["section"] = section
+    if documents_only:
+        where.append("v.source_uri NOT LIKE 'transcript://%'")
+    if vids is not None:
+        names = []
+        for i, vid in enumerate(vids):
+            params[f"vid{i}"] = vid
+            names.append(f":vid{i}")
+        where.append(f"v.vid IN ({', '.join(names) or 'NULL'})")
+    return "".join(f" AND {w}" for w in where)
+
+
+def search_versions(
+    conn: Connection,
+    query: Query,
+    *,
+    limit: int,
+    as_of: str | None = None,
+    mark: int | None = None,
+    section: str | None = None,
+    documents_only: bool = False,
+    vids: Sequence[int] | None = None,
+) -> list[Hit]:
+    """The best-matching chunk versions, best first (ties: id, source_version)."""
+    cte, params = _matches(conn, query)
+    more = _filters(as_of, mark, section, documents_only, vids, params)
+    params["limit"] = limit
+    sql = (
+        f"{cte} SELECT v.vid, v.chunk_id, v.source_version, m.score FROM m "
+        f"JOIN chunk_versions v ON v.vid = m.vid WHERE 1 = 1{more} "
+        "ORDER BY m.score DESC, v.chunk_id, v.source_version LIMIT :limit"
+    )
+    return [
+        Hit(r[0], r[1], r[2], round_score(float(r[3]))) for r in conn.execute(text(sql), params)
+    ]
+
+
+def _hits(conn: Connection, query: Query, mark: int, section: str) -> tuple[str, dict[str, Any]]:
+    """CTEs ending in `hits(vid, chunk_id, source_version, score)`: the matching
+    versions of a section at `mark` (document scope)."""
+    cte, params = _matches(conn, query)
+    more = _filters(None, mark, section, True, None, params)
+    return (
+        f"{cte}, hits AS MATERIALIZED (SELECT v.vid AS vid, v.chunk_id AS chunk_id, "
+        "v.source_version AS source_version, m.score AS score FROM m "
+        f"JOIN chunk_versions v ON v.vid = m.vid WHERE 1 = 1{more}) ",
+        params,
+    )
+
+
+def best_ids(
+    conn: Connection, query: Query, *, top: int, mark: int, section: str = "evidence"
+) -> list[Hit]:
+    """The `top` best-matching chunk ids of a section at ledger time `mark` (document
+    scope), each with its best-scoring version; best first, ties by id."""
+    cte, params = _hits(conn, query, mark, section)
+    params["top"] = top
+    # Per id its best version: the highest score, then the newest version (vid).
+    sql = (
+        f"{cte}SELECT vid, chunk_id, source_version, score FROM ("
+        "SELECT vid, chunk_id, source_version, score, ROW_NUMBER() OVER "
+        "(PARTITION BY chunk_id ORDER BY score DESC, vid DESC) AS n FROM hits) best "
+        "WHERE n = 1 ORDER BY score DESC, chunk_id LIMIT :top"
+    )
+    return [
+        Hit(r[0], r[1], r[2], round_score(float(r[3]))) for r in conn.execute(text(sql), params)
+    ]
+
+
+def rank_of(
+    conn: Connection, query: Query, chunk_id: str, *, mark: int, section: str = "evidence"
+) -> tuple[int, float] | None:
+    """The rank (1-based) and best score `chunk_id` would have among the best
+    ids of `query` at `mark` (as `best_ids` orders them); None when it does not
+    match the query."""
+    cte, params = _hits(conn, query, mark, section)
+    params["cid"] = chunk_id
+    sql = (
+        f"{cte}, best AS (SELECT chunk_id, MAX(score) AS score FROM hits GROUP BY chunk_id) "
+        "SELECT (SELECT COUNT(*) FROM best b WHERE b.score > t.score "
+        "OR (b.score = t.score AND b.chunk_id < t.chunk_id)) + 1, t.score "
+        "FROM best t WHERE t.chunk_id = :cid"
+    )
+    row = conn.execute(text(sql), params).first()
+    if row is None:
+        return None
+    return int(row[0]), round_score(float(row[1]))
+
+
+def closest_terms(conn: Connection, query: Query, limit: int = 5) -> list[str]:
+    """Words the index knows that look like the query's words.
+
+    Per query word, the versions holding a word with its first three letters
+    (a prefix query on the index, at most 20 versions, lowest vid first) are
+    read, and their words with that prefix ranked by similarity. The same words
+    on both backends, as the index holds the same words.
+    """
+    scored: dict[str, float] = {}
+    title = "v.title" if has_title(conn) else "NULL"
+    for word in query.words[:8]:
+        prefix = word[:3]
+        if conn.dialect.name == "sqlite":
+            first = f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :q ORDER BY rowid LIMIT 20"
+            q = '"' + prefix + '"*'
+        else:
+            first = (
+                f"SELECT vid FROM {TABLE} WHERE terms @@ to_tsquery('simple', :q) "
+                "ORDER BY vid LIMIT 20"
+            )
+            q = "'" + prefix + "':*"
+        vids = [r[0] for r in conn.execute(text(first), {"q": q})]
+        if not vids:
+            continue
+        params = {f"v{i}": vid for i, vid in enumerate(vids)}
+        names = ", ".join(f":v{i}" for i in range(len(vids)))
+        rows = conn.execute(
+            text(f"SELECT {title}, v.content FROM chunk_versions v WHERE v.vid IN ({names})"),
+            params,
+        )
+        for t, content in rows:
+            words = normalize_words(str(t or "")) + normalize_words(str(content or ""))
+            for known in set(words):
+                if known.startswith(prefix) and known != word:
+                    ratio = difflib.SequenceMatcher(None, word, known).ratio()
+                    scored[known] = max(scored.get(known, 0.0), ratio)
+    ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [w for w, _ in ranked[:limit]]
+
+
+def outside_models(name: str | None, type_: str, parent_names: Any) -> bool:
+    """Alembic `include_name`: the index tables (an FTS5 virtual table and its
+    shadow tables, or the tsvector table) are made by the migration in SQL, not
+    by the models, so autogenerate leaves them out."""
+    return not (type_ == "table" and name is not None and name.startswith(TABLE))
+
+
+# --------------------------------------------------------------------------
+# Retrieval builds
+# --------------------------------------------------------------------------
+
+
+def retrieve_query(conn: Connection, query_text: str, top: int, mark: int) -> RetrievalRecord:
+    """The built-in retriever: the `top` best-matching evidence ids at `mark`."""
+    q = parse_query(query_text)
+    check_top(top)
+    hits = best_ids(conn, q, top=top, mark=mark)
+    ranked = tuple(Ranked(h.chunk_id, h.source_version, i, h.score) for i, h in enumerate(hits, 1))
+    return RetrievalRecord(query=q.text, top=top, candidates_digest=None, ranked=ranked)
+
+
+def retrieve_file(conn: Connection, path: str, mark: int) -> RetrievalRecord:
+    """The team's retriever: a candidates file, checked against the ledger at `mark`.
+
+    An id (or id and version) that is not a document chunk in the ledger at
+    `mark` refuses the build, naming its line.
+    """
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise InputError(f"--candidates {path}: cannot read ({exc.strerror})") from None
+    ranked = parse_candidates(data, path)
+    known: dict[str, set[str]] = {}
+    ids = sorted({r.id for r in ranked})
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        params: dict[str, Any] = {"mark": mark}
+        names = []
+        for i, cid in enumerate(part):
+            params[f"c{i}"] = cid
+            names.append(f":c{i}")
+        rows = conn.execute(
+            text(
+                "SELECT chunk_id, source_version FROM chunk_versions WHERE batch_seq <= :mark "
+                f"AND source_uri NOT LIKE '{_TRANSCRIPT_URI}%' AND chunk_id IN ({', '.join(names)})"
+            ),
+            params,
+        )
+        for found_id, found_version in rows:
+            known.setdefault(str(found_id), set()).add(str(found_version))
+    for r in ranked:
+        if r.id not in known:
+            raise InputError(
+                f"{path}:{r.rank}: unknown chunk id '{r.id}' (no document chunk of that id in the "
+                f"ledger at entry {mark}); `ledger chunks` lists them"
+            )
+        if r.source_version is not None and r.source_version not in known[r.id]:
+            raise InputError(
+                f"{path}:{r.rank}: chunk '{r.id}' has no version '{r.source_version}' in the "
+                f"ledger at entry {mark}; drop source_version to take every version"
+            )
+    return RetrievalRecord(
+        query=None,
+        top=None,
+        candidates_digest=hashlib.sha256(data).hexdigest(),
+        ranked=tuple(ranked),
+    )
+
+
+def retrieval_filter(record: RetrievalRecord) -> Any:
+    """The chunk-version condition of a retrieval build's candidates: every chunk
+    outside the evidence section, and the ranked ids (uses the section index)."""
+    from sqlalchemy import or_
+
+    from ledger.store.schema import ChunkVersion
+
+    c = ChunkVersion.__table__.c
+    ids = sorted({r.id for r in record.ranked})
+    return or_(c.section.in_(["policy", "state", "current-input"]), c.chunk_id.in_(ids))
+
+
+def apply_ranks(record: RetrievalRecord, candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates of a retrieval build with their ranks: ranked ids (or the
+    named versions) get their rank; evidence that was not ranked is dropped
+    (another version of a file's named one); other sections are UNRANKED."""
+    by_id: dict[str, int] = {}
+    by_version: dict[tuple[str, str], int] = {}
+    for r in record.ranked:
+        if r.source_version is None or record.all_versions:
+            by_id.setdefault(r.id, r.rank)
+        else:
+            by_version[(r.id, r.source_version)] = r.rank
+    out = []
+    for c in candidates:
+        rank = by_version.get((c.id, c.source_version), by_id.get(c.id))
+        if rank is not None:
+            out.append(replace(c, rank=rank))
+        elif c.section != "evidence":
+            out.append(replace(c, rank=UNRANKED))
+    return out

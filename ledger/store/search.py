@@ -1,0 +1,318 @@
+"""`ledger search` and `ledger why`: the questions in words, answered from the index.
+
+`search` lists the best-matching chunk versions. `why` finds the versions that
+match a text, reads what one pack decided about each (or why it was no
+candidate), computes the hints with the core (`admission_hint` on the pack's
+own inputs, or on the inputs of the build that would retrieve it) and lets
+`ledger.core.why` decide the verdict and write the sentence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from ledger.core.errors import InputError, NotFoundError
+from ledger.core.query import Query, SearchResult, parse_query
+from ledger.core.why import (
+    Decided,
+    Found,
+    PackView,
+    Retrieval,
+    WhyAnswer,
+    answer,
+    order_found,
+)
+from ledger.store.fulltext import (
+    Hit,
+    closest_terms,
+    rank_of,
+    retrieve_query,
+    search_versions,
+)
+from ledger.store.schema import ChunkVersion, Pack
+
+versions = ChunkVersion.__table__
+packs = Pack.__table__
+MAX_LIMIT = 1000
+TRANSCRIPT_URI = "transcript://"
+SNIPPET = 160  # characters of context around the first matching word
+
+
+def check_limit(limit: object, where: str = "--limit") -> int:
+    """A result count: an integer from 1 to `MAX_LIMIT`."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InputError(f"{where}: must be an integer between 1 and {MAX_LIMIT}, not {limit!r}")
+    return limit
+
+
+def _optional(name: str) -> Any:
+    """A column that the documents ingest adds (title, path), or NULL without it."""
+    from sqlalchemy import null
+
+    col = versions.c.get(name)
+    return col if col is not None else null()
+
+
+def _version_rows(conn: Connection, vids: list[int]) -> dict[int, Any]:
+    if not vids:
+        return {}
+    c = versions.c
+    title, path = _optional("title"), _optional("path")
+    rows = conn.execute(
+        select(
+            c.vid, c.chunk_id, c.source_version, c.section, c.source_uri, c.effective_from,
+            c.batch_seq, c.record_digest, c.content_digest,
+            title.label("title"), path.label("path"),
+        ).where(c.vid.in_(vids))
+    )  # fmt: skip
+    return {r.vid: r for r in rows}
+
+
+def snippet(content: str | None, query: Query) -> str | None:
+    """About `SNIPPET` characters of `content` around the first word of the query."""
+    import re
+
+    from ledger.core.query import normalize_words
+
+    if not content:
+        return None
+    wanted = set(query.words)
+    for m in re.finditer(r"[^\W_]+", content):
+        if set(normalize_words(m.group())) & wanted:
+            start = max(0, m.start() - SNIPPET // 2)
+            end = min(len(content), start + SNIPPET)
+            text = " ".join(content[start:end].split())
+            return ("…" if start else "") + text + ("…" if end < len(content) else "")
+    return " ".join(content[:SNIPPET].split()) + ("…" if len(content) > SNIPPET else "")
+
+
+def search(
+    conn: Connection,
+    text: str,
+    as_of: str | None = None,
+    limit: int = 10,
+    with_content: bool = False,
+) -> SearchResult:
+    """The chunk versions best matching `text` (valid on `as_of` when given)."""
+    q = parse_query(text)
+    check_limit(limit)
+    if as_of is not None:
+        from ledger.core.reasons import check_date
+
+        check_date(as_of)
+    hits = search_versions(conn, q, limit=limit, as_of=as_of)
+    rows = _version_rows(conn, [h.vid for h in hits])
+    contents: dict[int, str] = {}
+    if with_content and hits:
+        contents = dict(
+            conn.execute(
+                select(versions.c.vid, versions.c.content).where(
+                    versions.c.vid.in_([h.vid for h in hits])
+                )
+            ).all()
+        )
+    results = []
+    for h in hits:
+        r = rows[h.vid]
+        item = {
+            "id": r.chunk_id,
+            "source_version": r.source_version,
+            "title": r.title,
+            "path": r.path,
+            "score": h.score,
+            "record_digest": r.record_digest,
+            "content_digest": r.content_digest,
+        }
+        if with_content:
+            item["snippet"] = snippet(contents.get(h.vid), q)
+        results.append(item)
+    return SearchResult(q.text, tuple(results))
+
+
+# --------------------------------------------------------------------------
+# why
+# --------------------------------------------------------------------------
+
+
+def _scope_of(row: Any) -> str:
+    if str(row.source_uri).startswith(TRANSCRIPT_URI):
+        return f"transcript:{row.source_version}"
+    return "documents"
+
+
+def _pack_for(conn: Connection, pack_no: int | None, subject: str) -> Any | None:
+    from ledger.store.packs import pack_header
+
+    if pack_no is not None:
+        return pack_header(conn, pack_no)
+    newest: int | None = conn.execute(
+        select(func.max(packs.c.pack_no)).where(packs.c.subject == subject)
+    ).scalar_one()
+    return None if newest is None else pack_header(conn, int(newest))
+
+
+def why(
+    conn: Connection,
+    text: str,
+    pack_no: int | None = None,
+    subject: str = "default",
+    limit: int = 5,
+) -> WhyAnswer:
+    """SPEC's `ledger why TEXT --json`: the matching versions' fate in one pack
+    (default: the subject's newest), the verdict and the sentence."""
+    from ledger.store.access import check_subject
+    from ledger.store.audit import hint_for, inputs_of
+    from ledger.store.packs import decision_rows, detail_of, reason_of
+
+    q = parse_query(text)
+    check_limit(limit)
+    check_subject(subject)
+    head = _pack_for(conn, pack_no, subject)
+    # A few more versions than asked: per id its current version heads the
+    # answer, and it may score below an older one.
+    hits = search_versions(conn, q, limit=limit * 4 + 8)
+    if not hits:
+        return answer(
+            q.text, None if head is None else _view(head), [], limit, closest_terms(conn, q)
+        )
+    if head is None:
+        raise NotFoundError(
+            f"no pack has been built for subject {subject!r}; run `ledger build --as-of DATE "
+            f"--subject {subject}` (or name one with --pack)"
+        )
+    view = _view(head)
+    inputs = inputs_of(head)
+    rows = _version_rows(conn, [h.vid for h in hits])
+    decided = {d.vid: d for d in decision_rows(conn, head.pack_no, [h.vid for h in hits])}
+    # Scores under the pack's own query, for the versions it did not retrieve.
+    pack_query = None
+    if inputs.retrieval is not None and inputs.retrieval.query is not None:
+        pack_query = parse_query(inputs.retrieval.query)
+    missing = [h.vid for h in hits if h.vid not in decided]
+    query_scores: dict[int, float] = {}
+    if pack_query is not None and missing:
+        query_scores = {
+            h.vid: h.score
+            for h in search_versions(conn, pack_query, limit=len(missing), vids=missing)
+        }
+    found = []
+    for h in hits:
+        r = rows[h.vid]
+        d = decided.get(h.vid)
+        dec = None
+        if d is not None:
+            reason = reason_of(d.status, head.pack_no)
+            dec = Decided(reason, None if reason is None else detail_of(reason, d))
+        found.append(
+            Found(
+                id=r.chunk_id,
+                source_version=r.source_version,
+                title=r.title,
+                score=h.score,
+                batch=r.batch_seq,
+                section=r.section,
+                scope=_scope_of(r),
+                effective_from=r.effective_from,
+                decided=dec,
+                query_score=query_scores.get(h.vid),
+            )
+        )
+    # Hints re-run the selector: only for the versions the answer shows.
+    shown = order_found(found, view)[:limit]
+    queries = [x for x in (pack_query, q) if x is not None]
+    vid_of = {(rows[h.vid].chunk_id, rows[h.vid].source_version): h.vid for h in hits}
+    cache: dict[Any, Any] = {}
+    hinted = []
+    for f in shown:
+        r = rows[vid_of[(f.id, f.source_version)]]
+        if f.decided is not None:
+            if f.decided.reason is not None:
+                f = replace(
+                    f,
+                    decided=replace(f.decided, hint=hint_for(conn, head, r.record_digest, cache)),
+                )
+        elif r.batch_seq > head.ledger_mark:
+            f = replace(f, hint=_rebuild_hint(conn, head, inputs, r, queries))
+        elif inputs.retrieval is not None and r.section == "evidence" and f.scope == inputs.scope:
+            f = replace(f, hint=_retrieve_hint(conn, inputs, r, queries))
+        hinted.append(f)
+    return answer(q.text, view, hinted, limit)
+
+
+def _view(head: Any) -> PackView:
+    from ledger.store.audit import retrieval_of
+
+    record = retrieval_of(head)
+    retrieval = None
+    if record is not None:
+        retrieval = Retrieval(record.query, record.top, record.lowest_score())
+    return PackView(
+        number=head.pack_no,
+        as_of=head.as_of,
+        subject=head.subject,
+        mark=head.ledger_mark,
+        scope=head.scope,
+        retrieval=retrieval,
+    )
+
+
+def _simulated_hint(
+    conn: Connection, inputs: Any, record_digest: str, first: dict[str, Any]
+) -> dict[str, Any]:
+    """The core's hint on the inputs of another build, after `first` (the step that
+    makes the version a candidate): `{"target", "steps", "admits"}`."""
+    from ledger.core.select import admission_hint
+    from ledger.store.build import candidates_for
+
+    candidates, _ = candidates_for(conn, inputs)
+    if not any(c.record_digest == record_digest for c in candidates):
+        return {"target": None, "steps": [first], "admits": False}
+    hint = admission_hint(candidates, inputs.request(), record_digest, inputs.order()).to_json()
+    hint["steps"] = [first, *hint["steps"]]
+    return hint
+
+
+def _retrieve_hint(conn: Connection, inputs: Any, row: Any, queries: list[Query]) -> dict[str, Any]:
+    """For a version a retrieval build did not take: the query and K that would
+    retrieve its id (the pack's query when the version matches it, else the
+    asked text), then whatever else the selector needs to admit it."""
+    for query in queries:
+        ranked = rank_of(conn, query, row.chunk_id, mark=inputs.mark)
+        if ranked is not None:
+            break
+    else:
+        return {"target": None, "steps": [], "admits": False}
+    top = max(ranked[0], inputs.retrieval.top or 0)
+    record = retrieve_query(conn, query.text, top, inputs.mark)
+    step = {"kind": "retrieve", "query": query.text, "top": top}
+    return _simulated_hint(conn, replace(inputs, retrieval=record), row.record_digest, step)
+
+
+def _rebuild_hint(
+    conn: Connection, head: Any, inputs: Any, row: Any, queries: list[Query]
+) -> dict[str, Any]:
+    """For a version ingested after the pack: a build now, with the pack's date,
+    subject, budget and retrieval query (grants and policy as they stand now),
+    and the retrieval that offers it if that query would not."""
+    from ledger.store.build import resolve_inputs, with_retrieval
+
+    now = resolve_inputs(conn, head.as_of, head.subject, head.budget, head.counter.split("@")[0])
+    retrieval = inputs.retrieval
+    if retrieval is not None and retrieval.query is not None:
+        now = with_retrieval(conn, now, retrieval.query, retrieval.top)
+    step = {"kind": "rebuild", "mark": now.mark}
+    if (
+        now.retrieval is not None
+        and row.section == "evidence"
+        and row.chunk_id not in {r.id for r in now.retrieval.ranked}
+    ):
+        hint = _retrieve_hint(conn, now, row, queries)
+        hint["steps"] = [step, *hint["steps"]]
+        return hint
+    return _simulated_hint(conn, now, row.record_digest, step)
+
+
+__all__ = ["Hit", "SearchResult", "check_limit", "search", "snippet", "why"]

@@ -1,0 +1,97 @@
+"""The verdict of `ledger why`, decided over values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ledger.core.why import Decided, Found, PackView, Retrieval, answer, classify
+
+PACK = PackView(number=3, as_of="2026-07-21", subject="default", mark=10)
+RETRIEVAL_PACK = PackView(3, "2026-07-21", "default", 10, retrieval=Retrieval("refund", 2, 1.5))
+
+
+def found(**kw: Any) -> Found:
+    values: dict[str, Any] = {
+        "id": "faq",
+        "source_version": "v1",
+        "title": None,
+        "score": 2.0,
+        "batch": 4,
+        "section": "evidence",
+        "scope": "documents",
+        "effective_from": "2026-01-01",
+    }
+    values.update(kw)
+    return Found(**values)
+
+
+def test_admitted() -> None:
+    a = answer("refund", PACK, [found(decided=Decided(None, None))], 5)
+    assert (a.verdict, a.matches[0].reason, a.matches[0].hint) == ("admitted", None, None)
+    assert a.sentence == "faq@v1 was admitted to pack 3 (as of 2026-07-21, subject default)."
+
+
+def test_evicted_carries_reason_detail_and_hint_words() -> None:
+    hint = {"target": {}, "steps": [{"kind": "budget", "budget": 50, "extra": 8}], "admits": True}
+    f = found(decided=Decided("budget", {"needed": 10, "remaining": 2}, hint))
+    a = answer("refund", PACK, [f], 5)
+    assert a.verdict == "evicted"
+    assert a.matches[0].detail == {"needed": 10, "remaining": 2}
+    assert "by budget: it needed 10 tokens but only 2 remained" in a.sentence
+    assert "to admit it: raise the budget by 8 to 50 (admits it" in a.sentence
+
+
+@pytest.mark.parametrize(
+    ("kw", "pack", "reason", "detail"),
+    [
+        ({"batch": 11}, PACK, "ingested_later", {"batch": 11, "mark": 10}),
+        ({"scope": "transcript:abc"}, PACK, "other_scope", {"scope": "transcript:abc"}),
+        (
+            {"query_score": 0.5},
+            RETRIEVAL_PACK,
+            "not_retrieved",
+            {"query": "refund", "top": 2, "score": 0.5, "lowest_retrieved": 1.5},
+        ),
+    ],
+)
+def test_not_candidate_reasons(
+    kw: dict[str, Any], pack: PackView, reason: str, detail: dict[str, Any]
+) -> None:
+    m = classify(found(**kw), pack)
+    assert (m.status, m.reason, m.detail) == ("not_candidate", reason, detail)
+
+
+def test_not_retrieved_sentence_compares_the_scores() -> None:
+    a = answer("refund", RETRIEVAL_PACK, [found(query_score=0.5)], 5)
+    assert (
+        "did not offer it" in a.sentence and "0.5 is below the lowest retrieved, 1.5" in a.sentence
+    )
+
+
+def test_never_ingested_names_the_closest_terms() -> None:
+    a = answer("refnd", PACK, [], 5, ["refund", "refunds"])
+    assert a.verdict == "never_ingested" and a.matches == ()
+    assert a.sentence.endswith("The closest terms the index knows: refund, refunds.")
+    assert answer("zzz", None, [], 5).sentence.endswith("The index knows no similar terms.")
+
+
+def test_the_current_version_heads_its_id_and_superseded_follow() -> None:
+    by = {"id": "faq", "source_version": "v2", "record_digest": "d" * 64}
+    old = found(source_version="v1", score=3.0, decided=Decided("superseded", {"by": by}))
+    new = found(
+        source_version="v2",
+        score=1.0,
+        effective_from="2026-05-01",
+        decided=Decided("budget", {"needed": 9, "remaining": 1}),
+    )
+    other = found(id="aaa", score=2.5, decided=Decided(None, None))
+    a = answer("refund", PACK, [old, other, new], 5)
+    assert [(m.id, m.source_version) for m in a.matches] == [
+        ("faq", "v2"),
+        ("faq", "v1"),
+        ("aaa", "v1"),
+    ]
+    assert a.verdict == "evicted" and a.sentence.startswith("faq@v2")
+    assert len(answer("refund", PACK, [old, other, new], 2).matches) == 2
