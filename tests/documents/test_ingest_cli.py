@@ -148,6 +148,10 @@ def test_the_hostile_corpus_is_stored_with_titles_paths_and_lines(kb: dict[str, 
         len(shared) == 2 and shared[0]["dedupe_key"] == shared[1]["dedupe_key"] != shared[0]["id"]
     )
     assert ledger_json("verify", db=kb["db"])["ok"] is True
+    # Document versions are in the full-text index, with their title and path.
+    found = ledger_json("search", "Rotate keys", db=kb["db"])["results"]
+    assert found[0]["id"] == "kb-security-keys--keys"
+    assert (found[0]["title"], found[0]["path"]) == ("Keys", "security/keys.md")
 
 
 def _refused(
