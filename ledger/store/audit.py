@@ -555,7 +555,8 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
             problems.add(head.entry_seq, "pack", f"pack {head.pack_no}: {why}")
             continue
         check_payload(head.entry_seq, "pack",
-                      pack_entry_payload(head.pack_no, head.pack_digest, head.input_digest, head.ledger_mark),
+                      pack_entry_payload(head.pack_no, head.pack_digest, head.input_digest, head.ledger_mark,
+                                         None if head.trace_id is None else (head.trace_id, head.span_id)),
                       f"pack {head.pack_no}")
     # Every entry must have its records (an entry whose rows were deleted).
     recorded = set(by_entry) | {r for (r,) in conn.execute(select(batches.c.seq))}

@@ -165,6 +165,7 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
         "used": head.used,
         "remaining": head.budget - head.used,
         "retrieval": None if retrieval is None else retrieval.to_json(),
+        "trace": None if head.trace_id is None else {"trace_id": head.trace_id, "span_id": head.span_id},
         "admitted": [
             {
                 "id": r.chunk_id,
@@ -193,8 +194,12 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
     }
 
 
-def list_packs(conn: Connection) -> list[dict[str, Any]]:
-    """SPEC's `packs --json` items, oldest first."""
+def list_packs(conn: Connection, trace_id: str | None = None) -> list[dict[str, Any]]:
+    """SPEC's `packs --json` items, oldest first; with `trace_id` only the packs
+    built in that OpenTelemetry trace."""
+    query = select(packs).order_by(packs.c.pack_no)
+    if trace_id is not None:
+        query = query.where(packs.c.trace_id == trace_id)
     return [
         {
             "pack": r.pack_no,
@@ -204,8 +209,9 @@ def list_packs(conn: Connection) -> list[dict[str, Any]]:
             "subject": r.subject,
             "budget": r.budget,
             "used": r.used,
+            "trace": None if r.trace_id is None else {"trace_id": r.trace_id, "span_id": r.span_id},
         }
-        for r in conn.execute(select(packs).order_by(packs.c.pack_no))
+        for r in conn.execute(query)
     ]
 
 

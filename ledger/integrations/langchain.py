@@ -1,0 +1,154 @@
+"""LangChain: the ledger's current versions as `Document`s, and a retriever whose
+results go through an audited pack.
+
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from ledger.integrations.langchain import LedgerLoader, LedgerRetriever
+
+    store = InMemoryVectorStore.from_documents(LedgerLoader(lg).load(), embeddings)
+    retriever = LedgerRetriever(lg, store.as_retriever(k=8), subject="support-bot")
+    docs = retriever.invoke("refund window for damaged items")   # the admitted chunks
+
+Install with `pip install 'context-ledger[langchain]'` (langchain-core).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.document_loaders import BaseLoader
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable
+from pydantic import ConfigDict
+
+from ledger.api import Ledger
+from ledger.core.errors import InputError
+from ledger.core.results import Pack
+
+METADATA_ID = "ledger_id"
+
+
+class LedgerLoader(BaseLoader):
+    """One `Document` per chunk id: the version valid on `as_of` (default today)
+    with the newest `effective_from`, in every section, without a permission
+    filter (the pack's gates decide later). `metadata`: `ledger_id`,
+    `source_version`, `record_digest`, `section`, `title`, `path` (the last two
+    None for records without them). Index these in your vector store."""
+
+    def __init__(self, lg: Ledger, as_of: str | None = None) -> None:
+        self.lg = lg
+        self.as_of = as_of
+
+    def lazy_load(self) -> Iterator[Document]:
+        for v in self.lg.current_versions(self.as_of):
+            yield Document(
+                page_content=v["content"],
+                id=v["record_digest"],
+                metadata={
+                    METADATA_ID: v["id"],
+                    "source_version": v["source_version"],
+                    "record_digest": v["record_digest"],
+                    "section": v["section"],
+                    "title": v.get("title"),
+                    "path": v.get("path"),
+                },
+            )
+
+
+def ranked_ids(metadatas: Sequence[dict[str, Any]], what: str) -> list[str]:
+    """The ledger ids of a retriever's results in rank order, each once (a chunk
+    split into several documents keeps its best rank); a result without a
+    `ledger_id` is refused, since the pack could not account for it."""
+    ids: list[str] = []
+    seen: set[str] = set()
+    for i, meta in enumerate(metadatas):
+        cid = meta.get(METADATA_ID)
+        if not isinstance(cid, str):
+            raise InputError(
+                f"{what}[{i}]: no metadata['{METADATA_ID}']; index documents from "
+                "LedgerLoader (or set the chunk id there) so the pack can account for them"
+            )
+        if cid not in seen:
+            seen.add(cid)
+            ids.append(cid)
+    return ids
+
+
+def pack_documents(lg: Ledger, pack: Pack) -> list[Document]:
+    """The admitted chunks of a pack in output order, with their bodies."""
+    export = lg.export(pack.number, format="json", with_content=True).to_json()
+    return [
+        Document(
+            page_content=item["content"],
+            id=item["record_digest"],
+            metadata={
+                METADATA_ID: item["id"],
+                "source_version": item["source_version"],
+                "record_digest": item["record_digest"],
+                "section": item["section"],
+                "title": item.get("title"),
+                "path": item.get("path"),
+                "pack": pack.number,
+                "pack_digest": pack.digest,
+            },
+        )
+        for item in export["admitted"]
+    ]
+
+
+class LedgerRetriever(BaseRetriever):
+    """A retriever that runs `base`, takes the `ledger_id`s of its documents (in
+    rank order) as the evidence candidates of a recorded pack for `subject`, and
+    returns the pack's admitted chunks (every section, in output order) with
+    `pack` and `pack_digest` in their metadata. Each call records one pack, so
+    `ledger why-evicted`, `diff`, `verify` and `replay` explain what the agent saw.
+
+    When `base` finds nothing, no pack is recorded and the result is empty.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    lg: Any
+    base: Runnable[str, list[Document]]
+    subject: str = "default"
+    budget: int | None = None
+    as_of: str | None = None
+
+    def __init__(
+        self,
+        lg: Ledger,
+        base: Runnable[str, list[Document]],
+        subject: str = "default",
+        budget: int | None = None,
+        as_of: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(lg=lg, base=base, subject=subject, budget=budget, as_of=as_of, **kwargs)
+
+    def _build(self, docs: Sequence[Document]) -> list[Document]:
+        ids = ranked_ids([d.metadata for d in docs], "base retriever result")
+        if not ids:
+            return []
+        day = self.as_of or datetime.date.today().isoformat()
+        pack = self.lg.build(day, self.subject, self.budget, candidates=ids)
+        return pack_documents(self.lg, pack)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        docs = self.base.invoke(query, config={"callbacks": run_manager.get_child()})
+        return self._build(docs)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        docs = await self.base.ainvoke(query, config={"callbacks": run_manager.get_child()})
+        # The build is a database transaction: off the event loop.
+        return await asyncio.to_thread(self._build, docs)
