@@ -29,10 +29,8 @@ from langchain_core.runnables import Runnable
 from pydantic import ConfigDict
 
 from ledger.api import Ledger
-from ledger.core.errors import InputError
 from ledger.core.results import Pack
-
-METADATA_ID = "ledger_id"
+from ledger.integrations._common import admitted_chunks, ranked_ids, version_metadata
 
 
 class LedgerLoader(BaseLoader):
@@ -51,55 +49,15 @@ class LedgerLoader(BaseLoader):
             yield Document(
                 page_content=v["content"],
                 id=v["record_digest"],
-                metadata={
-                    METADATA_ID: v["id"],
-                    "source_version": v["source_version"],
-                    "record_digest": v["record_digest"],
-                    "section": v["section"],
-                    "title": v.get("title"),
-                    "path": v.get("path"),
-                },
+                metadata=version_metadata(v),
             )
-
-
-def ranked_ids(metadatas: Sequence[dict[str, Any]], what: str) -> list[str]:
-    """The ledger ids of a retriever's results in rank order, each once (a chunk
-    split into several documents keeps its best rank); a result without a
-    `ledger_id` is refused, since the pack could not account for it."""
-    ids: list[str] = []
-    seen: set[str] = set()
-    for i, meta in enumerate(metadatas):
-        cid = meta.get(METADATA_ID)
-        if not isinstance(cid, str):
-            raise InputError(
-                f"{what}[{i}]: no metadata['{METADATA_ID}']; index documents from "
-                "LedgerLoader (or set the chunk id there) so the pack can account for them"
-            )
-        if cid not in seen:
-            seen.add(cid)
-            ids.append(cid)
-    return ids
 
 
 def pack_documents(lg: Ledger, pack: Pack) -> list[Document]:
     """The admitted chunks of a pack in output order, with their bodies."""
-    export = lg.export(pack.number, format="json", with_content=True).to_json()
     return [
-        Document(
-            page_content=item["content"],
-            id=item["record_digest"],
-            metadata={
-                METADATA_ID: item["id"],
-                "source_version": item["source_version"],
-                "record_digest": item["record_digest"],
-                "section": item["section"],
-                "title": item.get("title"),
-                "path": item.get("path"),
-                "pack": pack.number,
-                "pack_digest": pack.digest,
-            },
-        )
-        for item in export["admitted"]
+        Document(page_content=body, id=meta["record_digest"], metadata=meta)
+        for body, meta in admitted_chunks(lg, pack)
     ]
 
 
