@@ -1,0 +1,128 @@
+"""OpenTelemetry: a build inside an active span, seen through the real SDK's
+in-memory exporter; the trace ids stored with the pack; the CLI's --trace-id."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import ledger
+from tests.conftest import ledger_json, run_ledger
+from tests.integrations.conftest import AS_OF
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPAN = "00f067aa0ba902b7"
+
+
+@pytest.fixture
+def spans() -> Iterator[tuple[trace.Tracer, InMemorySpanExporter]]:
+    # A provider of our own (the global one can be set only once per process).
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield provider.get_tracer("tests"), exporter
+    provider.shutdown()
+
+
+def test_a_build_in_a_span_annotates_it_and_records_its_ids(
+    lg: ledger.Ledger, spans: tuple[trace.Tracer, InMemorySpanExporter]
+) -> None:
+    tracer, exporter = spans
+    with tracer.start_as_current_span("agent.retrieve") as span:
+        pack = lg.build(AS_OF, candidates=["refund-window", "shipping", "legal-note"])
+        ctx = span.get_span_context()
+    (finished,) = exporter.get_finished_spans()
+    attrs = dict(finished.attributes or {})
+    data = pack.to_json()
+    assert attrs["ledger.pack.number"] == 1
+    assert attrs["ledger.pack.digest"] == data["pack_digest"]
+    assert attrs["ledger.pack.admitted"] == 2  # house-rules, refund-window v2
+    assert attrs["ledger.pack.evicted"] == 3  # v1 superseded, shipping budget, legal-note denied
+    docs = json.loads(str(attrs["gen_ai.retrieval.documents"]))
+    assert docs == [{"id": "house-rules"}, {"id": "refund-window"}]
+    assert data["trace"] == {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"}
+    assert lg.show(1).to_json()["trace"] == data["trace"]
+    listed = lg.packs(trace_id=f"{ctx.trace_id:032x}").to_json()["packs"]
+    assert [p["pack"] for p in listed] == [1]
+
+
+def test_scores_of_the_retriever_go_into_the_documents_attribute(
+    lg: ledger.Ledger, spans: tuple[trace.Tracer, InMemorySpanExporter]
+) -> None:
+    tracer, exporter = spans
+    with tracer.start_as_current_span("rag"):
+        lg.build(AS_OF, candidates=[{"id": "damaged-items", "score": 0.75}, {"id": "tax-forms"}])
+    (finished,) = exporter.get_finished_spans()
+    docs = json.loads(str(dict(finished.attributes or {})["gen_ai.retrieval.documents"]))
+    assert docs == [
+        {"id": "house-rules"},
+        {"id": "damaged-items", "score": 0.75},
+        {"id": "tax-forms"},
+    ]
+
+
+def test_no_span_no_trace(
+    lg: ledger.Ledger, spans: tuple[trace.Tracer, InMemorySpanExporter]
+) -> None:
+    _, exporter = spans
+    pack = lg.build(AS_OF)
+    assert pack.to_json()["trace"] is None
+    assert exporter.get_finished_spans() == ()
+    assert len(lg.packs(trace_id=TRACE).packs) == 0
+
+
+def test_the_trace_is_covered_by_the_entry_hash(lg: ledger.Ledger, db_url: str) -> None:
+    lg.build(AS_OF, trace_id=TRACE, span_id=SPAN)
+    assert lg.verify().to_json()["ok"] is True
+    assert lg.replay(1).to_json()["identical"] is True
+    from sqlalchemy import create_engine, text
+
+    eng = create_engine(db_url)
+    with eng.begin() as conn:
+        conn.execute(text("UPDATE packs SET trace_id = :t"), {"t": "f" * 32})
+    eng.dispose()
+    result = lg.verify().to_json()
+    assert result["ok"] is False and result["first_bad"]["kind"] == "pack"
+
+
+def test_build_and_packs_take_trace_ids_on_the_command_line(lg: ledger.Ledger, db_url: str) -> None:
+    lg.build(AS_OF)
+    built = ledger_json("build", "--as-of", AS_OF, "--trace-id", TRACE.upper(), "--span-id", SPAN,
+                        db=db_url)  # fmt: skip
+    assert built["trace"] == {"trace_id": TRACE, "span_id": SPAN}
+    only_trace = ledger_json("build", "--as-of", AS_OF, "--trace-id", TRACE, db=db_url)
+    assert only_trace["trace"] == {"trace_id": TRACE, "span_id": None}
+    listed = ledger_json("packs", "--trace-id", TRACE, db=db_url)["packs"]
+    assert [p["pack"] for p in listed] == [2, 3]
+    assert ledger_json("show", "1", db=db_url)["trace"] is None
+    plain = run_ledger("show", "2", db=db_url)
+    assert f"trace {TRACE} span {SPAN}" in plain.stdout
+    assert ledger_json("verify", db=db_url)["ok"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--trace-id", "xyz"], "--trace-id 'xyz': must be 32 hex digits"),
+        (["--trace-id", "0" * 32], "not all zero"),
+        (["--trace-id", TRACE, "--span-id", "123"], "--span-id '123': must be 16 hex digits"),
+        (["--span-id", SPAN], "--span-id goes with --trace-id"),
+    ],
+)
+def test_bad_trace_ids_are_refused_and_record_nothing(
+    lg: ledger.Ledger, db_url: str, args: list[str], needle: str
+) -> None:
+    head = lg.head().to_json()
+    proc = run_ledger("build", "--as-of", AS_OF, *args, db=db_url)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: ") and needle in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert lg.head().to_json() == head
+    bad = run_ledger("packs", "--trace-id", "nothex", db=db_url)
+    assert bad.returncode == 1 and "must be 32 hex digits" in bad.stderr
