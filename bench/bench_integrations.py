@@ -56,7 +56,10 @@ def tree_of(rev: str | None, into: Path) -> Path:
 
 def command(path: Path, args: list[str]) -> tuple[list[str], dict[str, str]]:
     # The folder goes first on sys.path, ahead of the editable install's finder.
-    return [sys.executable, "-s", "-m", "ledger_cli", *args], {**os.environ, "PYTHONPATH": str(path)}
+    return [sys.executable, "-s", "-m", "ledger_cli", *args], {
+        **os.environ,
+        "PYTHONPATH": str(path),
+    }
 
 
 def medians(trees: list[Path], args: list[str], runs: int) -> list[float]:

@@ -69,9 +69,10 @@ def build_command(
     ledger build --transcript --from codex rollout.jsonl --priorities p.json --budget 20000
     ledger build --as-of 2026-07-21 --query "refund window for damaged items" --top 20
     ledger build --as-of 2026-07-21 --candidates retrieved.jsonl
-    ledger build --as-of 2026-07-21 --trace-id 4bf92f3577b34da6a3ce929d0e0e4736 --span-id 00f067aa0ba902b7
+    ledger build --as-of 2026-07-21 --trace-id 4bf92f3577b34da6a3ce929d0e0e4736
     """
-    if (trace_id is not None or span_id is not None) and (transcript is not None or batch is not None):
+    traced = trace_id is not None or span_id is not None
+    if traced and (transcript is not None or batch is not None):
         raise click.UsageError("--trace-id/--span-id go with a single document build")
     given = (("--query", query), ("--top", top), ("--candidates", candidates_file))
     retrieval = [flag for flag, value in given if value is not None]

@@ -6,9 +6,9 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 import click
-from ledger_cli.common import pass_ledger
 
 from ledger.core.errors import InputError
+from ledger_cli.common import pass_ledger
 
 if TYPE_CHECKING:
     from ledger.api import Ledger

@@ -35,7 +35,8 @@ def render_pack(data: dict[str, Any]) -> str:
         lines[-1:-1] = [f"retrieval: {asked}: {ranked or 'nothing matched'}{more}"]
     t = data.get("trace")
     if t is not None:
-        lines[-1:-1] = [f"trace {t['trace_id']}" + (f" span {t['span_id']}" if t["span_id"] else "")]
+        span = f" span {t['span_id']}" if t["span_id"] else ""
+        lines[-1:-1] = [f"trace {t['trace_id']}{span}"]
     rows = [(a["section"], a["id"], a["source_version"], str(a["tokens"]), "admitted") for a in data["admitted"]]
     rows += [
         ("-", e["id"], e["source_version"], str(e["tokens"]), f"{e['reason']} ({short_detail(e['reason'], e['detail'])})")

@@ -267,9 +267,9 @@ class Ledger:
         """
         _check_counter(counter)
         # OpenTelemetry only when the application has loaded it: no import cost otherwise.
-        otel = None
+        otel: Any = None
         if trace_id is not None or span_id is not None or "opentelemetry" in sys.modules:
-            from ledger.integrations import otel
+            import ledger.integrations.otel as otel
         trace = otel.trace_of(trace_id, span_id) if otel is not None else None
         pack_no = build.build_pack(
             self._engine, as_of, subject, budget, counter, ledger_at, query, top,

@@ -88,7 +88,11 @@ class LedgerRetriever(BaseRetriever):
         as_of: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(lg=lg, base=base, subject=subject, budget=budget, as_of=as_of, **kwargs)
+        # Pydantic fields, passed by name (mypy sees BaseRetriever's own signature only).
+        fields: dict[str, Any] = {
+            "lg": lg, "base": base, "subject": subject, "budget": budget, "as_of": as_of
+        }  # fmt: skip
+        super().__init__(**fields, **kwargs)
 
     def _build(self, docs: Sequence[Document]) -> list[Document]:
         ids = ranked_ids([d.metadata for d in docs], "base retriever result")

@@ -51,7 +51,9 @@ class LedgerNodePostprocessor(BaseNodePostprocessor):
         as_of: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(lg=lg, subject=subject, budget=budget, as_of=as_of, **kwargs)
+        # Pydantic fields, passed by name (mypy sees the base class's signature only).
+        fields: dict[str, Any] = {"lg": lg, "subject": subject, "budget": budget, "as_of": as_of}
+        super().__init__(**fields, **kwargs)
 
     @classmethod
     def class_name(cls) -> str:

@@ -30,7 +30,7 @@ record digest, or a hex prefix of at least 8 digits. Eviction reasons, in gate
 order: permission_denied, trust_denied, not_yet_effective, expired, retracted,
 superseded, duplicate, budget (each with a `detail` object)."""
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
 
 def _answer(call: Any) -> dict[str, Any]:

@@ -346,8 +346,6 @@ def retrieve_file(conn: Connection, path: str, mark: int) -> RetrievalRecord:
     An id (or id and version) that is not a document chunk in the ledger at
     `mark` refuses the build, naming its line.
     """
-    import hashlib
-
     try:
         with open(path, "rb") as f:
             data = f.read()
