@@ -30,7 +30,8 @@ def downgrade() -> None:
         raise RuntimeError(
             f"cannot downgrade below 0006: {n} packs record a trace and their entries cover it"
         )
-    with op.batch_alter_table("packs", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_packs_trace_id"))
-        batch_op.drop_column("span_id")
-        batch_op.drop_column("trace_id")
+    # In place (SQLite 3.35+ drops a column itself): a batch copy of `packs` would
+    # DROP TABLE under the decisions' foreign keys once any pack is recorded.
+    op.drop_index(op.f("ix_packs_trace_id"), table_name="packs")
+    op.drop_column("packs", "span_id")
+    op.drop_column("packs", "trace_id")
