@@ -82,3 +82,26 @@ def test_nodes_without_a_ledger_id_are_refused(lg: ledger.Ledger) -> None:
     assert len(lg.packs().packs) == 0
     assert LedgerNodePostprocessor(lg, as_of=AS_OF).postprocess_nodes([]) == []
     assert len(lg.packs().packs) == 0
+
+
+def test_behind_a_real_vector_index_retriever(lg: ledger.Ledger) -> None:
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+
+    indexed = [
+        TextNode(text=v["content"], id_=v["record_digest"], metadata={"ledger_id": v["id"]})
+        for v in lg.current_versions(AS_OF)
+    ]
+    index = VectorStoreIndex(indexed, embed_model=MockEmbedding(embed_dim=8))
+    retrieved = index.as_retriever(similarity_top_k=10).retrieve("refund")
+    assert len(retrieved) == len(indexed)
+    got = LedgerNodePostprocessor(lg, as_of=AS_OF).postprocess_nodes(retrieved, query_str="refund")
+    pack = lg.show(1).to_json()
+    ranked = [r["id"] for r in pack["retrieval"]["ranked"]]
+    assert ranked == [n.node.metadata["ledger_id"] for n in retrieved]
+    assert [n.node.metadata["ledger_id"] for n in got] == [a["id"] for a in pack["admitted"]]
+    assert {e["id"]: e["reason"] for e in pack["evicted"]} == {
+        "legal-note": "permission_denied",
+        "refund-window": "superseded",
+        "shipping": "budget",
+    }
