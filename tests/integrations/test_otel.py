@@ -167,3 +167,24 @@ def test_a_ledger_without_traces_downgrades_and_upgrades(lg: ledger.Ledger, db_u
         assert again.show(1).to_json()["trace"] is None
         assert again.verify().to_json()["ok"] is True
         assert again.replay(1).to_json()["identical"] is True
+
+
+def test_traced_packs_are_ordinary_packs(
+    lg: ledger.Ledger, spans: tuple[trace.Tracer, InMemorySpanExporter]
+) -> None:
+    tracer, _ = spans
+    with tracer.start_as_current_span("turn-1"):
+        lg.build(AS_OF, candidates=["shipping", "tax-forms"])
+    with tracer.start_as_current_span("turn-2"):
+        lg.build(AS_OF, budget=25, candidates=["shipping", "tax-forms"])
+    one, two = lg.show(1).to_json(), lg.show(2).to_json()
+    assert one["trace"]["trace_id"] != two["trace"]["trace_id"]
+    why = lg.why_evicted("tax-forms").to_json()
+    assert [(d["pack"], d["admitted"], d["reason"]) for d in why["versions"][0]["decisions"]] == [
+        (2, False, "budget"),
+        (1, True, None),
+    ]
+    diff = lg.diff(1, 2).to_json()
+    assert [(c["id"], c["to"]["reason"]) for c in diff["changes"]] == [("tax-forms", "budget")]
+    assert lg.verify().to_json()["ok"] is True
+    assert all(lg.replay(n).to_json()["identical"] for n in (1, 2))
