@@ -147,6 +147,10 @@ class Pack(Base):
     # A retrieval build's record (canonical JSON: query or candidates digest, top,
     # ranked list); NULL for a plain build. Covered by the input digest.
     retrieval: Mapped[str | None] = mapped_column(Text)
+    # The OpenTelemetry trace and span the build ran in (lower-case hex), or NULL.
+    # Correlation, not a decision: outside the pack digest, covered by the entry hash.
+    trace_id: Mapped[str | None] = mapped_column(String(32), index=True)
+    span_id: Mapped[str | None] = mapped_column(String(16))
 
 
 class Decision(Base):

@@ -108,7 +108,7 @@ def test_init_upgrades_keeping_every_record_and_a_backup(old_db: Path) -> None:
     # Every record and digest kept; the new columns say what every old pack was
     # (a document pack, no retrieval).
     assert revision(old_db) == SCHEMA_REVISION
-    assert rows(old_db, drop=("scope", "retrieval")) == before
+    assert rows(old_db, drop=("scope", "retrieval", "trace_id", "span_id")) == before
     con = sqlite3.connect(old_db)
     try:
         assert con.execute("SELECT DISTINCT scope FROM packs").fetchall() == [("documents",)]
@@ -183,7 +183,7 @@ def test_backup_includes_what_is_still_in_the_wal(old_db: Path, tmp_path: Path) 
     backup = Path(match["path"])
     assert revision(backup) == "0001"
     assert rows(backup) == expected
-    assert rows(old_db, drop=("scope", "retrieval")) == expected
+    assert rows(old_db, drop=("scope", "retrieval", "trace_id", "span_id")) == expected
 
 
 def test_no_upgrade_without_a_backup(old_db: Path) -> None:
