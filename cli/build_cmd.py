@@ -42,13 +42,18 @@ if TYPE_CHECKING:
               metavar="FILE.jsonl",
               help='A retrieval build from your own retriever: lines {"id", '
                    '"source_version"?, "score"?} in rank order.')
+@click.option("--trace-id", "trace_id", metavar="HEX32",
+              help="Record the pack under this OpenTelemetry trace id (32 hex digits); "
+                   "`ledger packs --trace-id` finds it.")
+@click.option("--span-id", "span_id", metavar="HEX16",
+              help="With --trace-id: the span (16 hex digits).")
 @json_option
 @pass_ledger
 def build_command(
     lg: Ledger, as_of: str | None, subject: str, budget: int | None, counter: str,
     ledger_at: int | None, batch: str | None, keep_going: bool, transcript: str | None,
     priorities: str | None, source_format: str | None, query: str | None, top: int | None,
-    candidates_file: str | None, as_json: bool,
+    candidates_file: str | None, trace_id: str | None, span_id: str | None, as_json: bool,
 ) -> None:
     """Select for a subject on a date, record the pack with every decision, print it.
 
@@ -64,7 +69,11 @@ def build_command(
     ledger build --transcript --from codex rollout.jsonl --priorities p.json --budget 20000
     ledger build --as-of 2026-07-21 --query "refund window for damaged items" --top 20
     ledger build --as-of 2026-07-21 --candidates retrieved.jsonl
+    ledger build --as-of 2026-07-21 --trace-id 4bf92f3577b34da6a3ce929d0e0e4736
     """
+    traced = trace_id is not None or span_id is not None
+    if traced and (transcript is not None or batch is not None):
+        raise click.UsageError("--trace-id/--span-id go with a single document build")
     given = (("--query", query), ("--top", top), ("--candidates", candidates_file))
     retrieval = [flag for flag, value in given if value is not None]
     if retrieval and (transcript is not None or batch is not None):
@@ -100,7 +109,7 @@ def build_command(
         raise click.UsageError("missing --as-of DATE (or --batch FILE.jsonl)")
     pack = lg.build(
         as_of, subject, budget, counter=counter, ledger_at=ledger_at,
-        query=query, top=top, candidates=candidates_file,
+        query=query, top=top, candidates=candidates_file, trace_id=trace_id, span_id=span_id,
     )  # fmt: skip
     _print_pack(pack, as_json)
 

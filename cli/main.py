@@ -42,6 +42,8 @@ COMMANDS: dict[str, str] = {
     # Search and why (issue 16)
     "search": "ledger_cli.search_cmds:search_command",
     "why": "ledger_cli.search_cmds:why_command",
+    # Integrations (issue 17)
+    "mcp": "ledger_cli.mcp_cmd:mcp_command",
     # Documents (issue 15).
     "retract": "ledger_cli.retract_cmd:retract_command",
 }

@@ -33,6 +33,10 @@ def render_pack(data: dict[str, Any]) -> str:
         ranked = ", ".join(f"{x['rank']}. {x['id']}" for x in r["ranked"][:10])
         more = f" (+{len(r['ranked']) - 10} more)" if len(r["ranked"]) > 10 else ""
         lines[-1:-1] = [f"retrieval: {asked}: {ranked or 'nothing matched'}{more}"]
+    t = data.get("trace")
+    if t is not None:
+        span = f" span {t['span_id']}" if t["span_id"] else ""
+        lines[-1:-1] = [f"trace {t['trace_id']}{span}"]
     rows = [(a["section"], a["id"], a["source_version"], str(a["tokens"]), "admitted") for a in data["admitted"]]
     rows += [
         ("-", e["id"], e["source_version"], str(e["tokens"]), f"{e['reason']} ({short_detail(e['reason'], e['detail'])})")
@@ -48,20 +52,26 @@ def render_pack(data: dict[str, Any]) -> str:
 
 
 @click.command("packs")
+@click.option("--trace-id", "trace_id", metavar="HEX32",
+              help="Only the packs built in this OpenTelemetry trace (32 hex digits).")
 @json_option
 @pass_ledger
-def packs_command(lg: Ledger, as_json: bool) -> None:
+def packs_command(lg: Ledger, trace_id: str | None, as_json: bool) -> None:
     """List recorded packs, oldest first.
 
     \b
     ledger packs --json
+    ledger packs --trace-id 4bf92f3577b34da6a3ce929d0e0e4736
     """
-    listing = lg.packs()
+    listing = lg.packs(trace_id)
     if as_json:
         echo_json(listing.to_json())
         return
     items = listing.packs
     if not items:
+        if trace_id is not None:
+            click.echo(f"no pack recorded in trace {trace_id}", err=True)
+            return
         click.echo("no packs recorded; run `ledger build --as-of DATE`", err=True)
         return
     click.echo(render_table(

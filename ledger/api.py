@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -219,6 +220,19 @@ class Ledger:
         with self._read() as conn:
             return ChunkList({"chunks": versions.list_versions(conn, chunk_id)})
 
+    def current_versions(self, as_of: str | None = None) -> list[dict[str, Any]]:
+        """Per document chunk id, the version valid on `as_of` (default today) with the
+        newest `effective_from`, with its content: what a vector store should index
+        (`ledger.integrations.langchain.LedgerLoader`). Every section, no permission
+        filter: a pack's gates decide later."""
+        import datetime
+
+        from ledger.core.reasons import check_date
+
+        day = datetime.date.today().isoformat() if as_of is None else check_date(as_of, "as_of")
+        with self._read() as conn:
+            return versions.current_versions(conn, day)
+
     # -- grants and policy --------------------------------------------------
 
     def grant(self, subject: str, *permissions: str) -> GrantChange:
@@ -275,21 +289,35 @@ class Ledger:
         ledger_at: int | None = None,
         query: str | None = None,
         top: int | None = None,
-        candidates: str | os.PathLike[str] | None = None,
+        candidates: str | os.PathLike[str] | Sequence[str | Mapping[str, Any]] | None = None,
+        trace_id: str | None = None,
+        span_id: str | None = None,
     ) -> Pack:
         """Select for `subject` on `as_of`, record the pack with every decision, return it.
 
         A retrieval build: `query` (and `top`, default 20) takes as evidence every
-        version of the `top` best-matching evidence ids; `candidates` (a JSON Lines
-        file of `{"id", "source_version"?, "score"?}`, best first) takes them from
-        your own retriever.
+        version of the `top` best-matching evidence ids; `candidates` takes them from
+        your own retriever: a JSON Lines file of `{"id", "source_version"?, "score"?}`,
+        best first, or the same items (or bare ids) as a list.
+
+        The pack records an OpenTelemetry trace: `trace_id` (32 hex) and `span_id`
+        (16 hex), or else the active span's when the application uses OpenTelemetry;
+        that span then gets the `ledger.pack.*` attributes (`ledger.integrations.otel`).
         """
         _check_counter(counter)
+        # OpenTelemetry only when the application has loaded it: no import cost otherwise.
+        otel: Any = None
+        if trace_id is not None or span_id is not None or "opentelemetry" in sys.modules:
+            import ledger.integrations.otel as otel
+        trace = otel.trace_of(trace_id, span_id) if otel is not None else None
         pack_no = build.build_pack(
             self._engine, as_of, subject, budget, counter, ledger_at, query, top,
-            None if candidates is None else os.fspath(candidates),
+            _candidates_arg(candidates), trace,
         )  # fmt: skip
-        return self.show(pack_no)
+        pack = self.show(pack_no)
+        if otel is not None:
+            otel.annotate_span(pack)
+        return pack
 
     def build_batch(
         self,
@@ -348,10 +376,15 @@ class Ledger:
 
     # -- packs --------------------------------------------------------------
 
-    def packs(self) -> PackList:
-        """Every recorded pack, oldest first (`ledger packs`)."""
+    def packs(self, trace_id: str | None = None) -> PackList:
+        """Every recorded pack, oldest first (`ledger packs`); with `trace_id` (32 hex)
+        only the packs built in that OpenTelemetry trace."""
+        if trace_id is not None:
+            from ledger.integrations.otel import check_trace_id
+
+            trace_id = check_trace_id(trace_id)
         with self._read() as conn:
-            return PackList({"packs": packs.list_packs(conn)})
+            return PackList({"packs": packs.list_packs(conn, trace_id)})
 
     def show(self, pack: PackRef) -> Pack:
         """One pack: admissions in output order, every eviction with its reason."""
@@ -496,6 +529,23 @@ class Ledger:
         with self._read() as conn:
             page, ids = report.chunk_report(conn, ref, with_content=with_content)
         return ids, page
+
+
+def _candidates_arg(
+    candidates: str | os.PathLike[str] | Sequence[str | Mapping[str, Any]] | None,
+) -> str | bytes | None:
+    """`build(candidates=)` for the store: a path, or an in-memory list as the JSON
+    Lines a candidates file holds (its digest is what the pack records)."""
+    if candidates is None or isinstance(candidates, str | os.PathLike):
+        return None if candidates is None else os.fspath(candidates)
+    import json
+
+    items = [{"id": c} if isinstance(c, str) else dict(c) for c in candidates]
+    return b"".join(
+        json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        + b"\n"
+        for item in items
+    )
 
 
 def _check_counter(counter: str) -> None:

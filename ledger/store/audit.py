@@ -144,6 +144,11 @@ def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
     )
 
 
+def trace_ids(head: Any) -> tuple[str, str | None] | None:
+    """A recorded pack's (trace_id, span_id), as its entry payload covers them."""
+    return None if head.trace_id is None else (head.trace_id, head.span_id)
+
+
 def retrieval_of(head: Any) -> RetrievalRecord | None:
     """A recorded pack's retrieval record (None: a plain build), or exit 4."""
     text = getattr(head, "retrieval", None)
@@ -605,7 +610,8 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
             problems.add(head.entry_seq, "pack", f"pack {head.pack_no}: {why}")
             continue
         check_payload(head.entry_seq, "pack",
-                      pack_entry_payload(head.pack_no, head.pack_digest, head.input_digest, head.ledger_mark),
+                      pack_entry_payload(head.pack_no, head.pack_digest, head.input_digest,
+                                         head.ledger_mark, trace_ids(head)),
                       f"pack {head.pack_no}")
     # Retractions: the rows of each retract entry against its payload.
     retracted = _retract_entries(conn)

@@ -258,11 +258,12 @@ def with_retrieval(
     inputs: Inputs,
     query: str | None = None,
     top: int | None = None,
-    candidates: str | None = None,
+    candidates: str | bytes | None = None,
 ) -> Inputs:
     """The inputs of a retrieval build (`--query TEXT [--top K]` or `--candidates
-    FILE`), or the inputs unchanged for a plain build."""
-    from ledger.store.fulltext import DEFAULT_TOP, retrieve_file, retrieve_query
+    FILE`; bytes: the candidates file's content, given in memory), or the inputs
+    unchanged for a plain build."""
+    from ledger.store.fulltext import DEFAULT_TOP, retrieve_data, retrieve_file, retrieve_query
 
     if query is not None and candidates is not None:
         raise InputError("--query and --candidates are two retrievers: give one")
@@ -271,7 +272,10 @@ def with_retrieval(
     elif candidates is not None:
         if top is not None:
             raise InputError("--top goes with --query (a candidates file is already ranked)")
-        record = retrieve_file(conn, candidates, inputs.mark)
+        if isinstance(candidates, bytes):
+            record = retrieve_data(conn, candidates, "candidates", inputs.mark)
+        else:
+            record = retrieve_file(conn, candidates, inputs.mark)
     elif top is not None:
         raise InputError("--top goes with --query TEXT")
     else:
@@ -390,14 +394,28 @@ def context_digests(inputs: Inputs, candidates: list[Candidate], ctx: Context) -
     return ind, pd
 
 
-def pack_entry_payload(pack_no: int, pack_dig: str, in_digest: str, mark: int) -> str:
-    return digest_value(
-        {"kind": "pack", "pack": pack_no, "pack_digest": pack_dig, "input_digest": in_digest, "ledger_mark": mark}
-    )
+def pack_entry_payload(
+    pack_no: int, pack_dig: str, in_digest: str, mark: int, trace: Trace | None = None
+) -> str:
+    payload: dict[str, Any] = {
+        "kind": "pack", "pack": pack_no, "pack_digest": pack_dig, "input_digest": in_digest, "ledger_mark": mark
+    }
+    if trace is not None:  # only then, so the entries of packs without one keep their hashes
+        payload["trace"] = {"trace_id": trace[0], "span_id": trace[1]}
+    return digest_value(payload)
+
+
+# An OpenTelemetry trace id (32 hex) and span id (16 hex, or None) a build ran in.
+Trace = tuple[str, str | None]
 
 
 def record_pack(
-    conn: Connection, inputs: Inputs, candidates: list[Candidate], ctx: Context, vid_of: dict[str, int]
+    conn: Connection,
+    inputs: Inputs,
+    candidates: list[Candidate],
+    ctx: Context,
+    vid_of: dict[str, int],
+    trace: Trace | None = None,
 ) -> int:
     """Write the pack, its decisions and its entry (inside a write transaction)."""
     in_digest, pack_dig = context_digests(inputs, candidates, ctx)
@@ -423,6 +441,8 @@ def record_pack(
             retrieval=None
             if inputs.retrieval is None
             else json.dumps(inputs.retrieval.to_json(), sort_keys=True, separators=(",", ":")),
+            trace_id=None if trace is None else trace[0],
+            span_id=None if trace is None else trace[1],
         )
     )
     rows: list[tuple[Any, ...]] = [
@@ -444,7 +464,7 @@ def record_pack(
         )
     for start in range(0, len(rows), 20_000):
         insert_decisions(conn, rows[start : start + 20_000])
-    seal_entry(conn, seq, pack_entry_payload(pack_no, pack_dig, in_digest, inputs.mark))
+    seal_entry(conn, seq, pack_entry_payload(pack_no, pack_dig, in_digest, inputs.mark, trace))
     return pack_no
 
 
@@ -476,7 +496,8 @@ def build_in(
     ledger_at: int | None = None,
     query: str | None = None,
     top: int | None = None,
-    candidates_file: str | None = None,
+    candidates_file: str | bytes | None = None,
+    trace: Trace | None = None,
 ) -> int:
     """Build and record one pack inside an open write transaction; return its number."""
     inputs = resolve_inputs(conn, as_of, subject, budget, counter, ledger_at)
@@ -484,7 +505,7 @@ def build_in(
     with gc_paused():
         candidates, vid_of = candidates_for(conn, inputs)
         ctx = decide(inputs, candidates)
-        return record_pack(conn, inputs, candidates, ctx, vid_of)
+        return record_pack(conn, inputs, candidates, ctx, vid_of, trace)
 
 
 def build_pack(
@@ -496,14 +517,16 @@ def build_pack(
     ledger_at: int | None = None,
     query: str | None = None,
     top: int | None = None,
-    candidates_file: str | None = None,
+    candidates_file: str | bytes | None = None,
+    trace: Trace | None = None,
 ) -> int:
     """Build and record one pack in its own transaction; return its number.
 
-    With `query` (and `top`, default 20) or `candidates_file`: a retrieval build."""
+    With `query` (and `top`, default 20) or `candidates_file`: a retrieval build;
+    `trace`: the OpenTelemetry trace and span ids recorded with it."""
     with write_transaction(engine) as conn:
         return build_in(
-            conn, as_of, subject, budget, counter, ledger_at, query, top, candidates_file
+            conn, as_of, subject, budget, counter, ledger_at, query, top, candidates_file, trace
         )
 
 

@@ -346,13 +346,19 @@ def retrieve_file(conn: Connection, path: str, mark: int) -> RetrievalRecord:
     An id (or id and version) that is not a document chunk in the ledger at
     `mark` refuses the build, naming its line.
     """
-    import hashlib
-
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
         raise InputError(f"--candidates {path}: cannot read ({exc.strerror})") from None
+    return retrieve_data(conn, data, path, mark)
+
+
+def retrieve_data(conn: Connection, data: bytes, path: str, mark: int) -> RetrievalRecord:
+    """A candidates file's bytes (`path` names it in messages), as `retrieve_file`:
+    the Python API and the integrations pass their ranked list in memory."""
+    import hashlib
+
     ranked = parse_candidates(data, path)
     known: dict[str, set[str]] = {}
     ids = sorted({r.id for r in ranked})

@@ -168,6 +168,11 @@ def pack_header(conn: Connection, pack_no: int) -> Any:
     return row
 
 
+def trace_of(head: Any) -> dict[str, Any] | None:
+    """The OpenTelemetry trace a pack was built in (`show --json` "trace"), or None."""
+    return None if head.trace_id is None else {"trace_id": head.trace_id, "span_id": head.span_id}
+
+
 def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
     """SPEC's `show PACK --json` shape, plus the pack's snapshots and ledger mark."""
     from ledger.store.audit import retrieval_of
@@ -195,6 +200,7 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
         "used": head.used,
         "remaining": head.budget - head.used,
         "retrieval": None if retrieval is None else retrieval.to_json(),
+        "trace": trace_of(head),
         "admitted": [
             {
                 "id": r.chunk_id,
@@ -225,8 +231,12 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
     }
 
 
-def list_packs(conn: Connection) -> list[dict[str, Any]]:
-    """SPEC's `packs --json` items, oldest first."""
+def list_packs(conn: Connection, trace_id: str | None = None) -> list[dict[str, Any]]:
+    """SPEC's `packs --json` items, oldest first; with `trace_id` only the packs
+    built in that OpenTelemetry trace."""
+    query = select(packs).order_by(packs.c.pack_no)
+    if trace_id is not None:
+        query = query.where(packs.c.trace_id == trace_id)
     return [
         {
             "pack": r.pack_no,
@@ -236,8 +246,9 @@ def list_packs(conn: Connection) -> list[dict[str, Any]]:
             "subject": r.subject,
             "budget": r.budget,
             "used": r.used,
+            "trace": trace_of(r),
         }
-        for r in conn.execute(select(packs).order_by(packs.c.pack_no))
+        for r in conn.execute(query)
     ]
 
 

@@ -89,7 +89,7 @@ class ChunkVersion(Base):
     content_digest: Mapped[str] = mapped_column(DIGEST, index=True)
     record_digest: Mapped[str] = mapped_column(DIGEST, unique=True)
     batch_seq: Mapped[int] = mapped_column(ForeignKey("batches.seq"), index=True)
-    # Documents (revision 0006): the heading path and file path (hashed when set), and
+    # Documents (revision 0007): the heading path and file path (hashed when set), and
     # the location in the newest snapshot holding this text (not hashed).
     title: Mapped[str | None] = mapped_column(Text)
     path: Mapped[str | None] = mapped_column(Text)
@@ -154,6 +154,10 @@ class Pack(Base):
     # A retrieval build's record (canonical JSON: query or candidates digest, top,
     # ranked list); NULL for a plain build. Covered by the input digest.
     retrieval: Mapped[str | None] = mapped_column(Text)
+    # The OpenTelemetry trace and span the build ran in (lower-case hex), or NULL.
+    # Correlation, not a decision: outside the pack digest, covered by the entry hash.
+    trace_id: Mapped[str | None] = mapped_column(String(32), index=True)
+    span_id: Mapped[str | None] = mapped_column(String(16))
 
 
 class Decision(Base):

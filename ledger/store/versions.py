@@ -41,3 +41,33 @@ def list_versions(conn: Connection, chunk_id: str | None = None) -> list[dict[st
     if chunk_id is not None:
         query = query.where(versions.c.chunk_id == chunk_id)
     return [version_json(r) for r in conn.execute(query)]
+
+
+def current_versions(conn: Connection, as_of: str) -> list[dict[str, Any]]:
+    """Per document chunk id, the version valid on `as_of` with the newest
+    `effective_from` (ties: the later ingest), with its content; every section,
+    no permission or trust filter (a pack's gates decide). Ordered by id.
+
+    Transcript exchanges are left out: they are a conversation, not documents.
+    """
+    c = versions.c
+    query = (
+        select(versions)
+        .where(c.effective_from <= as_of)
+        .where((c.expires_on.is_(None)) | (c.expires_on > as_of))
+        .where(~c.source_uri.startswith("transcript://"))
+        .order_by(c.chunk_id, c.effective_from.desc(), c.vid.desc())
+    )
+    out: list[dict[str, Any]] = []
+    last: str | None = None
+    for row in conn.execute(query):
+        if row.chunk_id == last:
+            continue
+        last = row.chunk_id
+        item = version_json(row)
+        m = row._mapping
+        item["title"] = m.get("title")
+        item["path"] = m.get("path")
+        item["content"] = row.content
+        out.append(item)
+    return out

@@ -38,8 +38,10 @@ BACKUP = re.compile(r"^(?P<where>.+): backed up schema 0001 to (?P<path>.+)$")
 
 
 # Columns later revisions add to the tables of 0001 (0002: scope; 0005: retrieval;
-# 0006: documents).
-ADDED = ("scope", "retrieval", "title", "path", "loc_kind", "loc_first", "loc_last")
+# 0006: trace; 0007: documents).
+ADDED = (
+    "scope", "retrieval", "trace_id", "span_id", "title", "path", "loc_kind", "loc_first", "loc_last"
+)
 
 
 def rows(path: Path, *, drop: tuple[str, ...] = ()) -> dict[str, list[tuple[Any, ...]]]:

@@ -8,8 +8,8 @@ in the newest snapshot that holds them (`loc_kind` "lines" or "pages",
 `document_files`: per source and path, the file digest, the digest of what the
 rules give it and the ids it produced, so an unchanged file is not parsed again.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006"
-down_revision = "0005"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
@@ -59,7 +59,7 @@ def downgrade() -> None:
     bind = op.get_bind()
     n = bind.execute(sa.text("SELECT count(*) FROM retractions")).scalar_one()
     if n:
-        raise RuntimeError(f"cannot downgrade below 0006: {n} retractions are recorded")
+        raise RuntimeError(f"cannot downgrade below 0007: {n} retractions are recorded")
     op.drop_table("document_files")
     with op.batch_alter_table("retractions", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_retractions_chunk_id"))
