@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MODULES = ["core", "ingest", "build", "audit", "transcript", "report", "pg", "search", "integrations"]
+MODULES = ["core", "ingest", "build", "audit", "transcript", "report", "pg", "search", "integrations", "documents"]
 
 CHILD = r"""
 import json, resource, sys

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import click
 from ledger_cli.common import byte_progress, echo_json, json_option, pass_ledger, render_table
@@ -35,11 +39,19 @@ if TYPE_CHECKING:
               help="With --format transcript: read a real Claude Code session or Codex rollout "
                    "as it is (see `ledger transcript annotate --help`); chunk ids are "
                    "<session>-e001, ...")
+@click.option("--rules", "rules", type=click.Path(dir_okay=False), metavar="RULES.toml",
+              help="Documents: FILES are Markdown, HTML, text or PDF files and folders, chunked "
+                   "by heading; the rules file gives their metadata (README: Documents and rules).")
+@click.option("--source-version", metavar="V", help="With --rules: this run's source_version "
+              "instead of the rules file's `version`.")
+@click.option("--effective-from", metavar="DATE", help="With --rules: this run's effective_from "
+              "instead of the rules file's.")
 @json_option
 @pass_ledger
 def ingest_command(
     lg: Ledger, files: tuple[str, ...], fmt: str, priorities: str | None,
-    id_prefix: str | None, source_format: str | None, as_json: bool,
+    id_prefix: str | None, source_format: str | None, rules: str | None,
+    source_version: str | None, effective_from: str | None, as_json: bool,
 ) -> None:
     """Store chunk versions: all or nothing per run, one ingest entry in the chain.
 
@@ -51,7 +63,19 @@ def ingest_command(
     ledger ingest --json exports/*.jsonl
     ledger ingest --format transcript chat.jsonl --priorities chat.priorities.json
     ledger ingest --format transcript --from claude-code SESSION.jsonl --priorities p.json
+    ledger ingest docs/ --rules ledger-rules.toml --json
     """
+    if rules is not None:
+        with _document_progress() as shown:
+            docs = lg.ingest_paths(
+                files, format=fmt, priorities=priorities, id_prefix=id_prefix,
+                source_format=source_format, rules=rules, source_version=source_version,
+                effective_from=effective_from, progress=shown,
+            )
+        _render_documents(docs, as_json)
+        return
+    if source_version is not None or effective_from is not None:
+        lg.ingest_paths(files, source_version=source_version, effective_from=effective_from)
     total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
     with byte_progress(total, "ingest") as progress:
         summary = lg.ingest_paths(
@@ -67,6 +91,49 @@ def ingest_command(
             f"batch {summary.batch}: read {summary.read}, new {summary.new}, "
             f"unchanged {summary.unchanged}"
         )
+
+
+def _render_documents(summary: Any, as_json: bool) -> None:
+    if as_json:
+        echo_json(summary.to_json())
+        return
+    stored = (
+        f"batch {summary.batch}: "
+        if summary.batch is not None
+        else "nothing new stored (no entry): "
+    )
+    line = (
+        f"{stored}{summary.files} files ({summary.parsed_files} parsed), read {summary.read} "
+        f"chunks, new {summary.new}, unchanged {summary.unchanged}"
+    )
+    if summary.retracted:
+        line += f"; retracted {summary.retracted} absent ids (entry {summary.retract_entry})"
+    click.echo(line)
+
+
+@contextmanager
+def _document_progress() -> Iterator[Callable[[int, int], None] | None]:
+    """Files and chunks done on stderr, on a terminal only, at most ten times a second."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    last = [0.0]
+    done = [0, 0]
+
+    def show(files: int, chunks: int) -> None:
+        done[:] = [files, chunks]
+        now = time.monotonic()
+        if now - last[0] >= 0.1:
+            last[0] = now
+            sys.stderr.write(f"\ringest: {files} files, {chunks} chunks")
+            sys.stderr.flush()
+
+    try:
+        yield show
+    finally:
+        if last[0]:
+            sys.stderr.write(f"\ringest: {done[0]} files, {done[1]} chunks\n")
+            sys.stderr.flush()
 
 
 @click.command("chunks")

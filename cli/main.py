@@ -44,6 +44,8 @@ COMMANDS: dict[str, str] = {
     "why": "ledger_cli.search_cmds:why_command",
     # Integrations (issue 17)
     "mcp": "ledger_cli.mcp_cmd:mcp_command",
+    # Documents (issue 15).
+    "retract": "ledger_cli.retract_cmd:retract_command",
 }
 
 

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     )
     from ledger.core.why import WhyAnswer
     from ledger.store.audit import ReplayResult, VerifyResult
+    from ledger.store.documents import DocumentIngestSummary, RetractResult
     from ledger.store.ingest import IngestSummary
 
     IngestResult = IngestSummary
@@ -84,6 +85,9 @@ _LAZY = {
     "VerifyResult": ("ledger.store.audit", "VerifyResult"),
     "IngestSummary": ("ledger.store.ingest", "IngestSummary"),
     "IngestResult": ("ledger.store.ingest", "IngestSummary"),  # SPEC's name
+    # Documents: `ingest_paths(..., rules=)` and `retract`.
+    "DocumentIngestSummary": ("ledger.store.documents", "DocumentIngestSummary"),
+    "RetractResult": ("ledger.store.documents", "RetractResult"),
 }
 
 
@@ -111,6 +115,7 @@ __all__ = [
     "ChunkList",
     "Context",
     "Diff",
+    "DocumentIngestSummary",
     "Export",
     "GrantChange",
     "HeadResult",
@@ -129,6 +134,7 @@ __all__ = [
     "RefusedError",
     "ReplayResult",
     "Request",
+    "RetractResult",
     "SchemaError",
     "SearchResult",
     "SubjectGrants",

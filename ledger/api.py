@@ -51,6 +51,7 @@ from ledger.ingest.files import (
 from ledger.store import access, audit, batch, build, engine, migrate, packs, versions
 from ledger.store.audit import ReplayResult, VerifyResult
 from ledger.store.chain import read_head
+from ledger.store.documents import DocumentIngestSummary, RetractResult
 from ledger.store.ingest import IngestSummary, store_records
 
 COUNTERS = ("estimated_tokens", "utf8-bytes", "cl100k_base", "o200k_base")
@@ -161,11 +162,42 @@ class Ledger:
         id_prefix: str | None = None,
         progress: Progress | None = None,
         source_format: str | None = None,
-    ) -> IngestSummary:
+        rules: str | os.PathLike[str] | None = None,
+        source_version: str | None = None,
+        effective_from: str | None = None,
+    ) -> IngestSummary | DocumentIngestSummary:
         """Store the chunk records of files (`ledger ingest FILE...`), all or none.
 
         `source_format` "claude-code" or "codex" (`--from`, with format
-        "transcript") reads a real export of that tool as it is."""
+        "transcript") reads a real export of that tool as it is.
+
+        With `rules` (a rules TOML file), `paths` are documents and folders of
+        them (`ledger ingest PATH... --rules RULES.toml`): Markdown, HTML, text and
+        PDF chunked by heading, metadata from the rules; `source_version` and
+        `effective_from` override the rules' for this run; `progress` is then
+        called with (files done, chunks done). Returns a `DocumentIngestSummary`.
+        """
+        if rules is not None:
+            if (
+                format != "auto"
+                or priorities is not None
+                or id_prefix is not None
+                or source_format is not None
+            ):
+                raise InputError(
+                    "--format, --from, --priorities and --id-prefix do not go with --rules: "
+                    "documents are told apart by their extension"
+                )
+            return ingest_documents(
+                self._engine,
+                [os.fspath(p) for p in paths],
+                os.fspath(rules),
+                source_version=source_version,
+                effective_from=effective_from,
+                progress=progress,
+            )
+        if source_version is not None or effective_from is not None:
+            raise InputError("--source-version and --effective-from go with --rules RULES.toml")
         return ingest_files(
             self._engine,
             [os.fspath(p) for p in paths],
@@ -175,6 +207,13 @@ class Ledger:
             id_prefix=id_prefix,
             source_format=source_format,
         )
+
+    def retract(
+        self, ids: Sequence[str], *, from_date: str, reason: str | None = None
+    ) -> RetractResult:
+        """Withdraw chunk ids from `from_date` on, as one `retract` entry (`ledger
+        retract`). An unknown id raises `NotFoundError` (exit 3), nothing written."""
+        return retract(self._engine, list(ids), from_date, reason)
 
     def chunks(self, chunk_id: str | None = None) -> ChunkList:
         """Stored chunk versions with their digests, never their bodies (`ledger chunks`)."""
@@ -599,3 +638,61 @@ def build_transcript(
     )
 
 
+
+
+# --------------------------------------------------------------------------
+# Documents (issue 15): `ledger ingest PATH... --rules` and `ledger retract`.
+# --------------------------------------------------------------------------
+
+
+def ingest_documents(
+    eng: Any,
+    paths: list[str],
+    rules: str,
+    *,
+    source_version: str | None = None,
+    effective_from: str | None = None,
+    progress: Any = None,
+    today: str | None = None,
+) -> DocumentIngestSummary:
+    """Ingest Markdown, HTML, text and PDF files by a rules file, all or nothing.
+
+    The rules, the files and the overrides are checked (and every file read once)
+    before the write transaction; the files whose bytes or rules changed since
+    the source's last run are parsed inside it, so the incremental decision sees
+    the state it writes against.
+    """
+    from datetime import date
+
+    from ledger.ingest.docplan import StoredFile, chunk_run, plan_run
+    from ledger.store.documents import store_run, stored_files
+
+    run = plan_run(
+        paths,
+        rules,
+        today=today or date.today().isoformat(),
+        source_version=source_version,
+        effective_from=effective_from,
+    )
+    with engine.write_transaction(eng) as conn:
+        before = stored_files(conn, run.source)
+        state = {path: StoredFile(*row) for path, row in before.items()}
+        files, plans = chunk_run(run, state, progress)
+        return store_run(
+            conn,
+            source=run.source,
+            snapshot=run.rules.source.snapshot,
+            version=run.version,
+            effective_from=run.effective_from,
+            paths=run.paths,
+            files=files,
+            plans=plans,
+            before=before,
+        )
+
+
+def retract(eng: Any, ids: list[str], from_date: str, reason: str | None = None) -> RetractResult:
+    """Withdraw chunk ids from `from_date` on, as one `retract` entry."""
+    from ledger.store.documents import retract as store_retract
+
+    return store_retract(eng, ids, from_date, reason)

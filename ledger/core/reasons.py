@@ -24,6 +24,7 @@ REASONS = (
     "trust_denied",
     "not_yet_effective",
     "expired",
+    "retracted",
     "superseded",
     "duplicate",
     "budget",
@@ -36,6 +37,7 @@ DETAIL_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "trust_denied": ("trust",),
         "not_yet_effective": ("effective_from",),
         "expired": ("expires_on",),
+        "retracted": ("from", "entry"),
         "superseded": ("by",),
         "duplicate": ("kept",),
         "budget": ("needed", "remaining"),
@@ -54,6 +56,9 @@ REASON_CODES: Mapping[str, int] = MappingProxyType(
         "superseded": 5,
         "duplicate": 6,
         "budget": 7,
+        # Gate 5, added later: the next free code. Its row's `remaining` holds the
+        # retract entry; the date is that entry's.
+        "retracted": 8,
     }
 )
 REASON_NAMES: Mapping[int, str] = MappingProxyType({c: n for n, c in REASON_CODES.items()})
@@ -97,6 +102,8 @@ def reason_words(reason: str, detail: Mapping[str, Any]) -> str:
         return f"it takes effect only on {detail['effective_from']}"
     if reason == "expired":
         return f"it expired on {detail['expires_on']}"
+    if reason == "retracted":
+        return f"ledger entry {detail['entry']} retracted it from {detail['from']} on"
     if reason == "superseded":
         return f"version {detail['by']['source_version']} supersedes it"
     if reason == "duplicate":
@@ -131,6 +138,9 @@ def describe_hint(hint: Mapping[str, Any]) -> str:
             parts.append(f"retrieve with --query \"{s['query']}\" --top {s['top']}")
         elif k == "rebuild":  # `ledger why`: it was ingested after the pack
             parts.append(f"build again (the ledger is now at entry {s['mark']})")
+        elif k == "retracted":
+            alt = f"; build as of {s['as_of']} to see it" if s.get("as_of") else ""
+            parts.append(f"retracted from {s['from']} by entry {s['entry']}{alt}")
         elif k == "outranked_by":
             kept = s["kept"]
             parts.append(
@@ -154,9 +164,13 @@ def why_evicted_sentence(result: Mapping[str, Any]) -> str:
                 f"{name} was admitted to the newest pack that considered it "
                 f"(pack {d['pack']}, as of {d['as_of']})."
             )
+        words = reason_words(d["reason"], d["detail"])
+        retraction = d.get("retraction")
+        if retraction and retraction.get("reason"):  # who withdrew it, in their words
+            words += f" ({retraction['reason']})"
         return (
             f"{name} was left out of pack {d['pack']} (as of {d['as_of']}, subject "
-            f"{d['subject']}) by {d['reason']}: {reason_words(d['reason'], d['detail'])}."
+            f"{d['subject']}) by {d['reason']}: {words}."
         )
     v = result["versions"][0]
     return f"{v['id']}@{v['source_version']} was never considered: {v['not_considered']}."

@@ -20,6 +20,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from ledger.core.canonical import content_digest as _content_digest
+from ledger.core.canonical import digest_trusted
 from ledger.core.errors import InputError
 from ledger.core.reasons import SECTIONS
 
@@ -105,10 +106,15 @@ class ChunkRecord:
     priority: int
     required: bool
     content: str
+    # Documents only (`ledger ingest --rules`): the heading path and the file's path.
+    # In the record digest when present, so records without them keep their digests.
+    title: str | None = None
+    path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The 13 fields as plain JSON values: the record whose canonical JSON is hashed."""
-        return {
+        """The 13 fields (and `title`/`path` when set) as plain JSON values: the
+        record whose canonical JSON is hashed."""
+        data: dict[str, Any] = {
             "id": self.id,
             "section": self.section,
             "source_uri": self.source_uri,
@@ -123,6 +129,11 @@ class ChunkRecord:
             "required": self.required,
             "content": self.content,
         }
+        if self.title is not None:
+            data["title"] = self.title
+        if self.path is not None:
+            data["path"] = self.path
+        return data
 
     @property
     def record_digest(self) -> str:
@@ -353,6 +364,9 @@ def record_digest(rec: ChunkRecord) -> str:
     8785 text can be written out directly, 4x faster than the general encoder;
     tests check it against `ChunkRecord.record_digest` and the `rfc8785` package.
     """
+    if rec.title is not None or rec.path is not None:
+        # A document version: two more fields, through the general RFC 8785 encoder.
+        return digest_trusted(rec.to_json())
     text = (
         '{"content":'
         + _str(rec.content)

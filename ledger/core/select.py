@@ -11,9 +11,10 @@ other candidate, so callers store and render it and never re-derive a reason.
 Gates, in SPEC order:
 
 1. permission_denied  2. trust_denied  3. not_yet_effective  4. expired
-5. superseded (only with `Request.supersede`: the ledger; not `ledger pack`)
-6. duplicate (per dedupe_key, the first by `Order.preference` is kept)
-7. budget (required first; then optional in preference order, each if it fits)
+5. retracted (only with `Request.retractions`: the ledger)
+6. superseded (only with `Request.supersede`: the ledger; not `ledger pack`)
+7. duplicate (per dedupe_key, the first by `Order.preference` is kept)
+8. budget (required first; then optional in preference order, each if it fits)
 
 Cost is O(n log n): one sort into (id, source_version) order, one pass per gate
 (versions of an id are then adjacent for gate 5; a dictionary groups gate 6), one
@@ -25,7 +26,7 @@ candidates take about 3-4 s (see bench/bench_core.py).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
@@ -102,6 +103,12 @@ class Request:
     allowed_trust: frozenset[str]
     budget: int
     supersede: bool = True
+    # Gate 5 (the ledger): chunk id -> ((retract entry, from date), ...) of the
+    # retractions at or before the build's ledger mark. A version is retracted by
+    # an entry written after it (entry > its ingest_rank) from a date <= as_of.
+    retractions: Mapping[str, tuple[tuple[int, str], ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def __post_init__(self) -> None:
         if not is_date(self.as_of):
@@ -285,6 +292,12 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     if failed_required:
         _raise_required_failure(failed_required, [cands[r] for r in passed], request.supersede)
 
+    # Gate 5: retracted by an entry written after this version, from a date on or
+    # before as_of (the first such retraction names it). After the required check:
+    # a retraction is a deliberate act, an ordinary eviction.
+    if request.retractions:
+        passed = _retraction_gate(cands, passed, slots, request, details["retracted"])
+
     # Gate 5: among versions of one id, the newest effective_from wins. Versions of
     # one id are adjacent in canonical order.
     if request.supersede:
@@ -387,6 +400,35 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         admitted.sort(key=lambda c: (output(c), c.id, c.source_version, c.record_digest))
     evicted = tuple([e for e in slots if e is not None])
     return Context(items=tuple(admitted), evicted=evicted, budget=budget)
+
+
+def _retraction_gate(
+    cands: list[Candidate],
+    passed: list[int],
+    slots: list[Eviction | None],
+    request: Request,
+    shared: dict[Any, MappingProxyType[str, Any]],
+) -> list[int]:
+    as_of = request.as_of
+    retractions = request.retractions
+    survivors: list[int] = []
+    for r in passed:
+        c = cands[r]
+        marks = retractions.get(c.id)
+        hit = None
+        if marks:
+            hit = min(
+                ((entry, day) for entry, day in marks if entry > c.ingest_rank and day <= as_of),
+                default=None,
+            )
+        if hit is None:
+            survivors.append(r)
+            continue
+        detail = shared.get(hit)
+        if detail is None:
+            detail = shared[hit] = MappingProxyType({"from": hit[1], "entry": hit[0]})
+        slots[r] = _new_tuple(Eviction, (c, "retracted", detail))
+    return survivors
 
 
 def _raise_required_failure(
@@ -583,6 +625,14 @@ def _fix(
         if day < target.effective_from:
             return None, None
         return {"kind": "as_of", "as_of": day}, replace(request, as_of=day)
+    if reason == "retracted":
+        # No change of request undoes a retraction; an as_of before it admits.
+        step = {"kind": "retracted", "from": detail["from"], "entry": detail["entry"]}
+        day = _day_before(detail["from"])
+        if day < target.effective_from:
+            return step, None
+        step["as_of"] = day
+        return step, replace(request, as_of=day)
     if reason == "superseded":
         by = dict(detail["by"])
         step = {"kind": "superseded_by", "by": by}

@@ -267,7 +267,12 @@ def _iter_transcript(
     notes: list[str] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """A transcript's exchanges as chunk records (see `ledger.ingest.transcripts`)."""
-    from ledger.ingest.transcripts import check_id_prefix, default_id_prefix, exchange_records, load_annotated
+    from ledger.ingest.transcripts import (
+        check_id_prefix,
+        default_id_prefix,
+        exchange_records,
+        load_annotated,
+    )
 
     annotated = load_annotated(path, priorities, source_format)
     if id_prefix is not None:

@@ -23,6 +23,7 @@ from sqlalchemy import Connection, and_, or_, select
 from ledger.store.access import Policy, grant_payload, policy_payload
 from ledger.core.reasons import REASON_CODES, REASON_NAMES
 from ledger.store.build import (
+    DOCUMENTS,
     Inputs,
     candidates_for,
     context_digests,
@@ -30,16 +31,28 @@ from ledger.store.build import (
     input_digest,
     pack_digest,
     pack_entry_payload,
+    retractions_at,
 )
 from ledger.core.canonical import content_digest
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.core.query import RetrievalRecord
+from ledger.core.reasons import REASONS as GATE_ORDER
 from ledger.core.select import admission_hint
 from ledger.store.chain import GENESIS, KINDS, Head, entry_hash, read_head
 from ledger.store.engine import fetch_tuples
 from ledger.store.ingest import ingest_payload_digest, record_from_row
+from ledger.store.documents import retract_payload
 from ledger.store.packs import detail_of, pack_header, reason_of, snapshot_of
-from ledger.store.schema import Batch, ChunkVersion, Decision, Entry, Grant, Pack, PolicyVersion
+from ledger.store.schema import (
+    Batch,
+    ChunkVersion,
+    Decision,
+    Entry,
+    Grant,
+    Pack,
+    PolicyVersion,
+    Retraction,
+)
 from ledger.tokens import ESTIMATED, counter_id
 
 entries = Entry.__table__
@@ -100,8 +113,9 @@ def resolve_ref(conn: Connection, ref: str) -> list[Any]:
     return rows
 
 
-def inputs_of(head: Any) -> Inputs:
-    """A recorded pack's inputs, from its snapshots (IntegrityError if unreadable)."""
+def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
+    """A recorded pack's inputs, from its snapshots (IntegrityError if unreadable);
+    with `conn`, also the retractions at its ledger mark (gate 5)."""
     pol = snapshot_of(head.policy, "policy", head.pack_no)
     grants_list = snapshot_of(head.grants, "grants", head.pack_no)
     try:
@@ -122,6 +136,11 @@ def inputs_of(head: Any) -> Inputs:
         mark=head.ledger_mark,
         scope=head.scope,
         retrieval=retrieval_of(head),
+        retractions=(
+            retractions_at(conn, head.ledger_mark)
+            if conn is not None and head.scope == DOCUMENTS
+            else {}
+        ),
     )
 
 
@@ -146,7 +165,7 @@ def retrieval_of(head: Any) -> RetrievalRecord | None:
 
 def hint_for(conn: Connection, head: Any, record_digest: str, cache: dict[int, Any]) -> dict[str, Any]:
     """The core's smallest change that would have admitted a version in a pack."""
-    inputs = inputs_of(head)
+    inputs = inputs_of(head, conn)
     key = (head.ledger_mark, head.counter, inputs.scope, head.pack_no if inputs.retrieval else 0)
     if key not in cache:
         cache[key] = candidates_for(conn, inputs)[0]
@@ -199,6 +218,9 @@ def why_evicted(
         hinted = False
         for d in found:
             reason = reason_of(d.status, d.pack_no)
+            retraction = None
+            if reason == "retracted":
+                retraction = _retraction(conn, d.remaining, v.chunk_id)
             item: dict[str, Any] = {
                 "pack": d.pack_no,
                 "pack_digest": d.pack_digest,
@@ -206,10 +228,16 @@ def why_evicted(
                 "subject": d.subject,
                 "admitted": reason is None,
                 "reason": reason,
-                "detail": None if reason is None else detail_of(reason, _DetailRow(full, d, refs.get(d.ref_vid))),
+                "detail": None if reason is None else detail_of(
+                    reason, _DetailRow(full, d, refs.get(d.ref_vid), retraction)
+                ),
                 "tokens": d.tokens,
                 "budget": d.budget,
             }
+            if retraction is not None:  # who withdrew it, and why: the retract entry's record
+                item["retraction"] = {
+                    "entry": d.remaining, "from": retraction[0], "reason": retraction[1]
+                }
             if reason is not None and (hints == "all" or (hints == "newest" and not hinted) or pack_no is not None):
                 if hints != "none":
                     head = conn.execute(select(packs).where(packs.c.pack_no == d.pack_no)).one()
@@ -248,16 +276,36 @@ class _DetailRow:
     """Adapts a version row, a decision row and the version it refers to (a
     version that no longer exists reads as None) to what `detail_of` reads."""
 
-    __slots__ = ("_v", "tokens", "remaining", "ref_id", "ref_version", "ref_digest")
+    __slots__ = (
+        "_v", "tokens", "remaining", "ref_id", "ref_version", "ref_digest", "retracted_from"
+    )
 
-    def __init__(self, version: Any, decision: Any, referenced: tuple[Any, Any, Any] | None) -> None:
+    def __init__(
+        self,
+        version: Any,
+        decision: Any,
+        referenced: tuple[Any, Any, Any] | None,
+        retraction: tuple[str | None, str | None] | None = None,
+    ) -> None:
         self._v = version
         self.tokens = decision.tokens
         self.remaining = decision.remaining
         self.ref_id, self.ref_version, self.ref_digest = referenced or _NO_REF
+        self.retracted_from = retraction[0] if retraction else None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._v, name)
+
+
+def _retraction(
+    conn: Connection, entry: int | None, chunk_id: str
+) -> tuple[str | None, str | None]:
+    """(from date, reason) of the retract entry that withdrew `chunk_id`."""
+    t = Retraction.__table__
+    row = conn.execute(
+        select(t.c.from_date, t.c.reason).where(t.c.entry_seq == entry, t.c.chunk_id == chunk_id)
+    ).first()
+    return (row.from_date, row.reason) if row is not None else (None, None)
 
 
 def _not_considered_why(
@@ -314,7 +362,8 @@ class _State:
 
 ABSENT = _State("absent", None, None, None)
 # Gate order (SPEC "Selection"); admitted passes every gate.
-_GATE = {name: code for name, code in REASON_CODES.items()}
+# (By SPEC's gate order, not the stored codes: `retracted` is gate 5 but code 8.)
+_GATE = {name: gate for gate, name in enumerate(GATE_ORDER, start=1)}
 _ADMITTED_GATE = max(_GATE.values()) + 1
 # The cause of a difference at gates 1-6; budget depends on the two budgets.
 _GATE_CAUSE = {
@@ -322,6 +371,7 @@ _GATE_CAUSE = {
     "trust_denied": "policy change",
     "not_yet_effective": "validity date",
     "expired": "validity date",
+    "retracted": "retracted",
     "superseded": "new version",
     "duplicate": "displaced by another chunk",
 }
@@ -563,8 +613,17 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
                       pack_entry_payload(head.pack_no, head.pack_digest, head.input_digest,
                                          head.ledger_mark, trace_ids(head)),
                       f"pack {head.pack_no}")
+    # Retractions: the rows of each retract entry against its payload.
+    retracted = _retract_entries(conn)
+    for seq, (ids, days, reasons) in retracted.items():
+        if len(days) != 1 or len(reasons) != 1:
+            problems.add(seq, kinds.get(seq, "?"),
+                         "retraction rows of one entry disagree on date or reason")
+            continue
+        check_payload(seq, "retract", retract_payload(ids, days.pop(), reasons.pop()),
+                      f"retraction of entry {seq}")
     # Every entry must have its records (an entry whose rows were deleted).
-    recorded = set(by_entry) | {r for (r,) in conn.execute(select(batches.c.seq))}
+    recorded = set(by_entry) | set(retracted) | {r for (r,) in conn.execute(select(batches.c.seq))}
     recorded |= {r for (r,) in conn.execute(select(policies.c.entry_seq))}
     recorded |= {r for (r,) in conn.execute(select(packs.c.entry_seq))}
     for e in chain:
@@ -583,6 +642,21 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
 
 
 _KIND_GROUP = {"ingest": {"ingest"}, "grant": {"grant"}, "revoke": {"revoke"}, "policy": {"policy"}, "pack": {"pack"}}
+_KIND_GROUP["retract"] = {"retract"}
+
+
+def _retract_entries(conn: Connection) -> dict[int, tuple[list[str], set[str], set[str | None]]]:
+    t = Retraction.__table__
+    out: dict[int, tuple[list[str], set[str], set[str | None]]] = {}
+    for seq, cid, day, why in conn.execute(
+        select(t.c.entry_seq, t.c.chunk_id, t.c.from_date, t.c.reason)
+        .order_by(t.c.entry_seq, t.c.chunk_id)
+    ):
+        ids, days, reasons = out.setdefault(seq, ([], set(), set()))
+        ids.append(cid)
+        days.add(day)
+        reasons.add(why)
+    return out
 
 
 def parse_checkpoint(text: str) -> tuple[int, str]:
@@ -600,6 +674,13 @@ def _bad_versions(conn: Connection, seq: int) -> Iterator[str]:
         .order_by(versions.c.vid)
         .execution_options(yield_per=5000)
     )
+    # `verify` stops at the first bad version: the generator is closed then, and
+    # `with` closes the streaming (PostgreSQL: server-side) cursor with it.
+    with result:
+        yield from _bad_rows(result)
+
+
+def _bad_rows(result: Any) -> Iterator[str]:
     for row in result:
         if content_digest(row.content) != row.content_digest:
             yield f"chunk {row.chunk_id}@{row.source_version}: content does not match its content digest"
@@ -620,7 +701,7 @@ def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
 
     rows = decision_rows(conn, head.pack_no)
     try:
-        inputs = inputs_of(head)
+        inputs = inputs_of(head, conn)
     except IntegrityError:
         return "its recorded grants or policy snapshot is not readable", len(rows)
     if len(rows) != head.candidate_count:
@@ -688,7 +769,7 @@ def replay(conn: Connection, pack_no: int) -> ReplayResult:
     row would otherwise replay as "identical".
     """
     head = pack_header(conn, pack_no)
-    inputs = inputs_of(head)
+    inputs = inputs_of(head, conn)
     if inputs.counter != ESTIMATED:
         name = inputs.counter.split("@", 1)[0]
         now = counter_id(name)

@@ -12,7 +12,7 @@ import gc
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, insert, select
@@ -25,7 +25,7 @@ from ledger.core.query import RetrievalRecord
 from ledger.store.engine import fetch_tuples, write_transaction
 from ledger.core.errors import InputError
 from ledger.core.reasons import REASON_CODES, check_date
-from ledger.store.schema import ChunkVersion, Decision, Pack, TokenCount
+from ledger.store.schema import ChunkVersion, Decision, Pack, Retraction, TokenCount
 from ledger.core.select import DEFAULT_ORDER, SELECTOR_VERSION, Candidate, Order, Request
 from ledger.core.select import select as run_selector
 from ledger.tokens import ESTIMATED, counter_id, text_counter
@@ -52,6 +52,8 @@ class Inputs:
     mark: int  # ledger time: the last entry the build could see
     scope: str = DOCUMENTS  # which versions are candidates, and with which order
     retrieval: RetrievalRecord | None = None  # a retrieval build's ranked candidates
+    # Gate 5: id -> ((retract entry, from date), ...) at or before `mark` (documents only).
+    retractions: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         # `scope` only when it is not the default: packs recorded under schema
@@ -84,6 +86,7 @@ class Inputs:
             allowed_trust=frozenset(self.policy.allowed_trust),
             budget=self.budget,
             supersede=not self.is_transcript,
+            retractions=self.retractions,
         )
 
     def order(self) -> Order:
@@ -150,7 +153,18 @@ def resolve_inputs(
         budget=budget,
         counter=counter_id(counter),
         mark=mark,
+        retractions=retractions_at(conn, mark),
     )
+
+
+def retractions_at(conn: Connection, mark: int) -> dict[str, tuple[tuple[int, str], ...]]:
+    """Every retraction written at or before ledger time `mark`: id -> ((entry, from), ...)."""
+    r = Retraction.__table__.c
+    out: dict[str, list[tuple[int, str]]] = {}
+    query = select(r.chunk_id, r.entry_seq, r.from_date).where(r.entry_seq <= mark)
+    for cid, seq, day in conn.execute(query.order_by(r.chunk_id, r.entry_seq)):
+        out.setdefault(cid, []).append((int(seq), day))
+    return {cid: tuple(marks) for cid, marks in out.items()}
 
 
 def transcript_inputs(
@@ -315,6 +329,12 @@ def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
         data["scope"] = inputs.scope
     if inputs.retrieval is not None:
         data["retrieval"] = inputs.retrieval.digest_value()
+    if inputs.retractions:  # only when there are any: packs before retractions hash unchanged
+        data["retractions"] = [
+            [cid, entry, day]
+            for cid, marks in sorted(inputs.retractions.items())
+            for entry, day in marks
+        ]
     return digest_trusted(data)
 
 
@@ -438,7 +458,7 @@ def record_pack(
                 REASON_CODES[e.reason],
                 e.candidate.tokens,
                 None,
-                detail["remaining"] if e.reason == "budget" else None,
+                detail["remaining"] if e.reason == "budget" else detail.get("entry"),
                 vid_of[ref["record_digest"]] if ref else None,
             )
         )

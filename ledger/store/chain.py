@@ -16,7 +16,7 @@ from ledger.core.canonical import digest_value
 from ledger.store.schema import Entry
 
 GENESIS = "0" * 64
-KINDS = ("ingest", "grant", "revoke", "policy", "pack")
+KINDS = ("ingest", "grant", "revoke", "policy", "pack", "retract")
 entries = Entry.__table__
 
 

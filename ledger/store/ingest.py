@@ -125,6 +125,9 @@ def record_from_row(row: Any) -> ChunkRecord:
         priority=row.priority,
         required=bool(row.required),
         content=row.content,
+        # Document versions (revision 0007) hash their title and path as well.
+        title=getattr(row, "title", None),
+        path=getattr(row, "path", None),
     )
 
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from ledger.core.reasons import REASON_NAMES, SECTIONS
+from ledger.core.reasons import REASON_CODES, REASON_NAMES, SECTIONS
 from ledger.store.engine import fetch_tuples
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
-from ledger.store.schema import ChunkVersion, Decision, Entry, Pack
+from ledger.store.schema import ChunkVersion, Decision, Entry, Pack, Retraction
 
 packs = Pack.__table__
 decisions = Decision.__table__
@@ -55,7 +55,7 @@ def resolve_pack(conn: Connection, ref: str) -> int:
 def reason_of(status: int, pack_no: int) -> str | None:
     """The reason code of a decision's status (None: admitted).
 
-    A status outside 0-7 only comes from a changed database: one line, exit 4,
+    A status outside 0-8 only comes from a changed database: one line, exit 4,
     rather than a traceback from a reader."""
     if status == 0:
         return None
@@ -91,6 +91,8 @@ def detail_of(reason: str, row: Any) -> dict[str, Any]:
         return {"expires_on": row.expires_on}
     if reason == "budget":
         return {"needed": row.tokens, "remaining": row.remaining}
+    if reason == "retracted":  # the row's `remaining` holds the retract entry
+        return {"from": row.retracted_from, "entry": row.remaining}
     ref = {"id": row.ref_id, "source_version": row.ref_version, "record_digest": row.ref_digest}
     if reason == "superseded":
         return {"by": ref}
@@ -103,14 +105,30 @@ DecisionRow = namedtuple(  # noqa: PYI024 - a plain row type, built per decision
     "DecisionRow",
     "vid status tokens position remaining ref_vid chunk_id source_version section source_uri required "
     "priority record_digest content_digest required_permission trust effective_from expires_on "
-    "dedupe_key estimated_tokens ref_id ref_version ref_digest",
+    "dedupe_key estimated_tokens ref_id ref_version ref_digest "
+    "title path loc_kind loc_first loc_last retracted_from",
 )
+
+
+def location_json(row: Any) -> dict[str, Any]:
+    """`title`, `path` and `lines` (or `pages`) of a document version (from `ledger
+    ingest --rules`); nothing for other versions, whose JSON stays as it was."""
+    if row.path is None:
+        return {}
+    span = None if row.loc_first is None else [row.loc_first, row.loc_last]
+    return {
+        "title": row.title,
+        "path": row.path,
+        "lines": span if row.loc_kind != "pages" else None,
+        "pages": span if row.loc_kind == "pages" else None,
+    }
 
 
 def decision_rows(conn: Connection, pack_no: int, vids: Iterable[int] | None = None) -> list[Any]:
     """Every decision of a pack joined with its version (and referenced version)."""
     v = versions.alias("v")
     r = versions.alias("r")
+    t = Retraction.__table__
     d = decisions
     query = (
         select(
@@ -120,8 +138,20 @@ def decision_rows(conn: Connection, pack_no: int, vids: Iterable[int] | None = N
             v.c.trust, v.c.effective_from, v.c.expires_on, v.c.dedupe_key, v.c.estimated_tokens,
             r.c.chunk_id.label("ref_id"), r.c.source_version.label("ref_version"),
             r.c.record_digest.label("ref_digest"),
+            v.c.title, v.c.path, v.c.loc_kind, v.c.loc_first, v.c.loc_last,
+            t.c.from_date.label("retracted_from"),
         )
-        .select_from(d.join(v, v.c.vid == d.c.vid).outerjoin(r, r.c.vid == d.c.ref_vid))
+        .select_from(
+            d.join(v, v.c.vid == d.c.vid)
+            .outerjoin(r, r.c.vid == d.c.ref_vid)
+            # A retracted row's `remaining` is its retract entry (status 8).
+            .outerjoin(
+                t,
+                (d.c.status == REASON_CODES["retracted"])
+                & (t.c.entry_seq == d.c.remaining)
+                & (t.c.chunk_id == v.c.chunk_id),
+            )
+        )
         .where(d.c.pack_no == pack_no)
     )
     if vids is not None:  # `ledger why`: the decisions about a few versions only
@@ -180,6 +210,7 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
                 "required": bool(r.required),
                 "record_digest": r.record_digest,
                 "content_digest": r.content_digest,
+                **location_json(r),
             }
             for r in admitted
         ],
@@ -192,6 +223,7 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
                 "tokens": r.tokens,
                 "record_digest": r.record_digest,
                 "content_digest": r.content_digest,
+                **location_json(r),
             }
             for r in evicted
             for reason in (reason_of(r.status, pack_no) or "",)
@@ -267,6 +299,11 @@ def export_markdown(conn: Connection, pack_no: int, with_content: bool) -> str:
             lines += ["", f"### {i['id']}", "", f"Source: {i['source_uri']} (version {i['source_version']}, "
                       f"valid from {i['effective_from']}{' until ' + i['expires_on'] if i['expires_on'] else ''}, "
                       f"trust {i['trust']})"]
+            if i.get("path"):  # a document version: where its text stands
+                span = i["lines"] or i["pages"]
+                kind = "lines" if i["lines"] else "pages"
+                where = f", {kind} {span[0]}-{span[1]}" if span else ""
+                lines += ["", f"From {i['path']}{where}: {i['title']}"]
             if with_content:
                 body = i["content"]
                 fence = "`" * max(3, _longest_backtick_run(body) + 1)

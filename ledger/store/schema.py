@@ -89,6 +89,13 @@ class ChunkVersion(Base):
     content_digest: Mapped[str] = mapped_column(DIGEST, index=True)
     record_digest: Mapped[str] = mapped_column(DIGEST, unique=True)
     batch_seq: Mapped[int] = mapped_column(ForeignKey("batches.seq"), index=True)
+    # Documents (revision 0007): the heading path and file path (hashed when set), and
+    # the location in the newest snapshot holding this text (not hashed).
+    title: Mapped[str | None] = mapped_column(Text)
+    path: Mapped[str | None] = mapped_column(Text)
+    loc_kind: Mapped[str | None] = mapped_column(String(8))  # "lines" | "pages"
+    loc_first: Mapped[int | None] = mapped_column(Integer)
+    loc_last: Mapped[int | None] = mapped_column(Integer)
 
 
 class TokenCount(Base):
@@ -175,3 +182,28 @@ class Decision(Base):
     position: Mapped[int | None] = mapped_column(Integer)
     remaining: Mapped[int | None] = mapped_column(Integer)
     ref_vid: Mapped[int | None] = mapped_column(ForeignKey("chunk_versions.vid"))
+
+
+class Retraction(Base):
+    """One chunk id withdrawn by a `retract` entry, from a date on (valid time)."""
+
+    __tablename__ = "retractions"
+
+    entry_seq: Mapped[int] = mapped_column(ForeignKey("entries.seq"), primary_key=True)
+    chunk_id: Mapped[str] = mapped_column(String(64), primary_key=True, index=True)
+    from_date: Mapped[str] = mapped_column(String(10))
+    reason: Mapped[str | None] = mapped_column(Text)
+
+
+class DocumentFile(Base):
+    """The incremental path of document ingest: per source and file, its digest, the
+    digest of what the rules give it, and the chunk ids it produced (JSON list).
+    Derived state, not hashed: losing it only costs a re-parse."""
+
+    __tablename__ = "document_files"
+
+    source: Mapped[str] = mapped_column(String(64), primary_key=True)
+    path: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    file_digest: Mapped[str] = mapped_column(DIGEST)
+    meta_digest: Mapped[str] = mapped_column(DIGEST)
+    chunk_ids: Mapped[str] = mapped_column(Text)

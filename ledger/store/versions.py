@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from ledger.store.packs import location_json
 from ledger.store.schema import ChunkVersion
 
 versions = ChunkVersion.__table__
@@ -29,6 +30,7 @@ def version_json(row: Any) -> dict[str, Any]:
         "record_digest": row.record_digest,
         "content_digest": row.content_digest,
         "batch": row.batch_seq,
+        **location_json(row),
     }
 
 

@@ -53,7 +53,8 @@ def test_constants() -> None:
         "user-input",
         "unverified",
     )
-    assert [f.name for f in dataclasses.fields(ChunkRecord)] == list(FIELDS)
+    # The 13 record fields, then the two a document version adds (optional, hashed when set).
+    assert [f.name for f in dataclasses.fields(ChunkRecord)] == [*FIELDS, "title", "path"]
 
 
 def test_ledger_mode_keeps_content_exactly_and_strips_the_rest() -> None:

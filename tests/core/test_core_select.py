@@ -41,6 +41,7 @@ def test_constants() -> None:
         "trust_denied",
         "not_yet_effective",
         "expired",
+        "retracted",
         "superseded",
         "duplicate",
         "budget",

@@ -37,6 +37,13 @@ TABLES = ("entries", "batches", "chunk_versions", "token_counts", "grants", "pol
 BACKUP = re.compile(r"^(?P<where>.+): backed up schema 0001 to (?P<path>.+)$")
 
 
+# Columns later revisions add to the tables of 0001 (0002: scope; 0005: retrieval;
+# 0006: trace; 0007: documents).
+ADDED = (
+    "scope", "retrieval", "trace_id", "span_id", "title", "path", "loc_kind", "loc_first", "loc_last"
+)
+
+
 def rows(path: Path, *, drop: tuple[str, ...] = ()) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every ledger table, in primary-key order, without `drop` columns."""
     con = sqlite3.connect(path)
@@ -108,7 +115,7 @@ def test_init_upgrades_keeping_every_record_and_a_backup(old_db: Path) -> None:
     # Every record and digest kept; the new columns say what every old pack was
     # (a document pack, no retrieval).
     assert revision(old_db) == SCHEMA_REVISION
-    assert rows(old_db, drop=("scope", "retrieval", "trace_id", "span_id")) == before
+    assert rows(old_db, drop=ADDED) == before
     con = sqlite3.connect(old_db)
     try:
         assert con.execute("SELECT DISTINCT scope FROM packs").fetchall() == [("documents",)]
@@ -183,7 +190,7 @@ def test_backup_includes_what_is_still_in_the_wal(old_db: Path, tmp_path: Path) 
     backup = Path(match["path"])
     assert revision(backup) == "0001"
     assert rows(backup) == expected
-    assert rows(old_db, drop=("scope", "retrieval", "trace_id", "span_id")) == expected
+    assert rows(old_db, drop=ADDED) == expected
 
 
 def test_no_upgrade_without_a_backup(old_db: Path) -> None:

@@ -256,7 +256,10 @@ def test_every_older_revision_upgrades_with_its_data(db_url: str, tmp_path: Path
             downgrade_to(engine, revision)
             with engine.connect() as conn:
                 assert current_revision(conn) == revision
-            assert table_rows(db_url, kept) == before
+            # An older revision has fewer columns (added at the end): compare those.
+            down = table_rows(db_url, kept)
+            assert {t: [r[: len(rows[0])] for r in before[t]] if rows else [] for t, rows in down.items()} == down
+            assert all(len(down[t]) == len(before[t]) for t in kept)
             assert upgrade_to_head(engine) == (revision, SCHEMA_REVISION)
             assert table_rows(db_url, kept) == before
     finally:

@@ -1,0 +1,390 @@
+"""The rules file of `ledger ingest PATH... --rules RULES.toml`. Pure: bytes in, values out.
+
+The rules file is the *controlled* part of a document ingest: every chunk's
+section, trust, permission, priority, required flag and dedupe policy come from
+it (first matching rule wins, by glob on the path relative to its PATH), never
+from a document's text. It is validated strictly before any document is read:
+an unknown key, a value that breaks the chunk-record rules, or (once the file
+list is known, still before reading) a rule that matches no file is refused,
+naming the key or rule:
+
+    rules.toml: rule[2].trust is unsupported: 'trusted'
+    rules.toml: [source] has unknown key 'versoin'; known keys: counter, ...
+    rules.toml: rule[1] (match = "security/**") matches no file
+
+Defaults where the file is silent (written down in the README): `version =
+"content"`, `effective_from = "today"`, `counter = "cl100k_base"`, `max_tokens =
+800`, `snapshot = false`; per rule `required = false`, `dedupe = "id"`, `skip =
+false`, `expires_on` unset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ledger.core.errors import InputError
+from ledger.core.reasons import SECTIONS
+from ledger.core.records import (
+    MAX_PRIORITY,
+    MAX_SOURCE_VERSION,
+    MAX_TOKENS,
+    MAX_URI,
+    TRUST_LABELS,
+    URI_RE,
+    RecordError,
+    identifier,
+    integer,
+    iso_date,
+)
+
+SOURCE_KEYS = (
+    "counter",
+    "effective_from",
+    "max_tokens",
+    "name",
+    "snapshot",
+    "uri",
+    "version",
+)
+RULE_KEYS = (
+    "dedupe",
+    "expires_on",
+    "match",
+    "priority",
+    "required",
+    "required_permission",
+    "section",
+    "skip",
+    "trust",
+)
+TOP_KEYS = ("rule", "source")
+# Counters that count text (ledger.tokens); `estimated_tokens` has nothing to count.
+TEXT_COUNTERS = ("cl100k_base", "o200k_base", "utf8-bytes")
+DEDUPE_POLICIES = ("content", "id")
+# A source name leaves room in the 64-character id for the path and heading slugs.
+MAX_SOURCE_NAME = 24
+DEFAULT_MAX_TOKENS = 800
+# URI template placeholders: the run's version and the file's path (relative to its PATH).
+_PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
+_PLACEHOLDERS = frozenset({"version", "path"})
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The `[source]` table: what every chunk of the run shares."""
+
+    name: str
+    uri: str
+    version: str  # "git", "content" or a literal source_version
+    effective_from: str  # "git", "today" or a literal YYYY-MM-DD
+    counter: str
+    max_tokens: int
+    snapshot: bool
+
+    def render_uri(self, version: str, path: str) -> str:
+        """The chunk's `source_uri`: the template with `{version}` and `{path}` filled in."""
+        return self.uri.replace("{version}", version).replace("{path}", path)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One `[[rule]]`: a glob and the controlled metadata of the files it matches."""
+
+    index: int  # 1-based, as the user counts them in the file
+    match: str
+    skip: bool
+    section: str
+    trust: str
+    required_permission: str
+    priority: int
+    required: bool
+    dedupe: str
+    expires_on: str | None
+
+    @property
+    def label(self) -> str:
+        """How a message names the rule: `rule[2] (match = "security/**")`."""
+        return f'rule[{self.index}] (match = "{self.match}")'
+
+    def metadata_digest(self) -> str:
+        """A digest of what the rule gives a chunk, for the incremental path's cache key."""
+        text = "\x1f".join(
+            str(v)
+            for v in (
+                self.section,
+                self.trust,
+                self.required_permission,
+                self.priority,
+                self.required,
+                self.dedupe,
+                self.expires_on,
+            )
+        )
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """A validated rules file. `digest` is the SHA-256 of its bytes."""
+
+    where: str
+    source: Source
+    rules: tuple[Rule, ...]
+    digest: str
+
+    def rule_for(self, relpath: str) -> Rule | None:
+        """The first rule whose glob matches `relpath` (POSIX separators), or None."""
+        for rule in self.rules:
+            if glob_matches(rule.match, relpath):
+                return rule
+        return None
+
+    def check_matches(self, relpaths: Iterable[str]) -> None:
+        """Refuse a rule that matches no file, and a file that no rule matches.
+
+        Called with the file list of the run, before any file is read. A rule that
+        is shadowed (every file it matches is taken by an earlier rule) still
+        counts as matching: shadowing is how a catch-all `**` works.
+        """
+        paths = list(relpaths)
+        for rule in self.rules:
+            if not any(glob_matches(rule.match, p) for p in paths):
+                raise InputError(
+                    f"{self.where}: {rule.label} matches no file; fix its glob or remove the rule"
+                )
+        for p in paths:
+            if self.rule_for(p) is None:
+                raise InputError(
+                    f"{p}: no rule of {self.where} matches this file; add a rule "
+                    '(or a catch-all `match = "**"`, or one with `skip = true`)'
+                )
+
+
+def _unknown(table: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise InputError(f"{where} has unknown key {unknown[0]!r}; known keys: {', '.join(known)}")
+
+
+def _missing(table: Mapping[str, Any], needed: tuple[str, ...], where: str) -> None:
+    missing = [k for k in needed if k not in table]
+    if missing:
+        raise InputError(f"{where} is missing {missing[0]!r}; it needs {', '.join(needed)}")
+
+
+def _boolean(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(f"{where} must be a boolean (true or false), not {value!r}")
+    return value
+
+
+def _field(where: str, check: Any, *args: Any) -> Any:
+    """Run a chunk-record rule from `ledger.core.records`, prefixing its message with `where`."""
+    try:
+        return check(*args)
+    except RecordError as exc:
+        raise InputError(f"{where} {exc.rule}") from None
+
+
+def _parse_source(table: Any, where: str) -> Source:
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: [source] must be a table")
+    at = f"{where}: [source]"
+    _unknown(table, SOURCE_KEYS, at)
+    _missing(table, ("name", "uri"), at)
+    name = _field(f"{at}.name", identifier, table["name"], "name")
+    if len(name) > MAX_SOURCE_NAME:
+        raise InputError(
+            f"{at}.name must be at most {MAX_SOURCE_NAME} characters "
+            "(it starts every chunk id, which holds at most 64)"
+        )
+    uri = table["uri"]
+    if not isinstance(uri, str) or not uri.strip():
+        raise InputError(f"{at}.uri must be a non-blank string")
+    uri = uri.strip()
+    for placeholder in _PLACEHOLDER_RE.findall(uri):
+        if placeholder not in _PLACEHOLDERS:
+            raise InputError(
+                f"{at}.uri has unknown placeholder {{{placeholder}}}; use {{version}} and {{path}}"
+            )
+    sample = uri.replace("{version}", "v" * MAX_SOURCE_VERSION).replace("{path}", "p")
+    if URI_RE.fullmatch(sample) is None:
+        raise InputError(f"{at}.uri must be an absolute URI template (scheme://...), not {uri!r}")
+    if len(sample) > MAX_URI:
+        raise InputError(f"{at}.uri is too long: a chunk's source_uri holds at most {MAX_URI}")
+    version = table.get("version", "content")
+    if not isinstance(version, str) or not version.strip():
+        raise InputError(f'{at}.version must be "git", "content" or a non-blank literal')
+    version = version.strip()
+    if len(version) > MAX_SOURCE_VERSION:
+        raise InputError(f"{at}.version exceeds {MAX_SOURCE_VERSION} characters")
+    if "\x00" in version:
+        raise InputError(f"{at}.version must not contain a NUL character")
+    effective = table.get("effective_from", "today")
+    if effective not in ("git", "today"):
+        if not isinstance(effective, str):
+            # TOML has a date type: `effective_from = 2026-07-01` without quotes.
+            raise InputError(
+                f'{at}.effective_from must be "git", "today" or a quoted "YYYY-MM-DD" date'
+            )
+        effective = _field(f"{at}.effective_from", iso_date, effective, "effective_from")
+    counter = table.get("counter", "cl100k_base")
+    if counter not in TEXT_COUNTERS:
+        raise InputError(
+            f"{at}.counter is unsupported: {counter!r}; use one of {', '.join(TEXT_COUNTERS)}"
+        )
+    max_tokens = _field(
+        f"{at}.max_tokens",
+        integer,
+        table.get("max_tokens", DEFAULT_MAX_TOKENS),
+        "max_tokens",
+        1,
+        MAX_TOKENS,
+    )
+    snapshot = _boolean(table.get("snapshot", False), f"{at}.snapshot")
+    return Source(name, uri, version, effective, counter, max_tokens, snapshot)
+
+
+def _parse_rule(table: Any, index: int, where: str) -> Rule:
+    at = f"{where}: rule[{index}]"
+    if not isinstance(table, dict):
+        raise InputError(f"{at} must be a table ([[rule]])")
+    _unknown(table, RULE_KEYS, at)
+    _missing(table, ("match",), at)
+    match = table["match"]
+    if not isinstance(match, str) or not match.strip():
+        raise InputError(f"{at}.match must be a non-blank glob")
+    match = match.strip()
+    if match.startswith("/") or "\\" in match:
+        raise InputError(f"{at}.match is relative to its PATH with / separators, not {match!r}")
+    try:
+        _glob_regex(match)  # a malformed [class] is refused here, not at the first file
+    except InputError as exc:
+        raise InputError(f"{at}.match: {exc}") from None
+    at = f'{where}: rule[{index}] (match = "{match}")'
+    skip = _boolean(table.get("skip", False), f"{at}.skip")
+    if skip:
+        extra = sorted(set(table) - {"match", "skip"})
+        if extra:
+            raise InputError(f"{at} skips its files; {extra[0]!r} would have no effect: remove it")
+        return Rule(index, match, True, "", "", "", 0, False, "id", None)
+    _missing(table, ("section", "trust", "required_permission", "priority"), at)
+    section = table["section"]
+    if section not in SECTIONS:
+        raise InputError(
+            f"{at}.section is unsupported: {section!r}; use one of {', '.join(SECTIONS)}"
+        )
+    trust = table["trust"]
+    if trust not in TRUST_LABELS:
+        raise InputError(
+            f"{at}.trust is unsupported: {trust!r}; use one of {', '.join(TRUST_LABELS)}"
+        )
+    permission = _field(
+        f"{at}.required_permission", identifier, table["required_permission"], "required_permission"
+    )
+    priority = _field(f"{at}.priority", integer, table["priority"], "priority", 0, MAX_PRIORITY)
+    required = _boolean(table.get("required", False), f"{at}.required")
+    dedupe = table.get("dedupe", "id")
+    if dedupe not in DEDUPE_POLICIES:
+        raise InputError(f'{at}.dedupe is unsupported: {dedupe!r}; use "content" or "id"')
+    if required and dedupe == "content":
+        # SPEC: a dedupe group of two or more ids may not hold a required chunk.
+        raise InputError(
+            f"{at}: required chunks cannot share a dedupe_key; "
+            'use dedupe = "id" with required = true'
+        )
+    expires = table.get("expires_on")
+    if expires is not None:
+        if not isinstance(expires, str):
+            raise InputError(f'{at}.expires_on must be a quoted "YYYY-MM-DD" date')
+        expires = _field(f"{at}.expires_on", iso_date, expires, "expires_on")
+    return Rule(
+        index, match, False, section, trust, permission, priority, required, dedupe, expires
+    )
+
+
+def parse_rules(data: bytes, where: str) -> Rules:
+    """Validate a rules file's bytes; `where` names it in messages (its path).
+
+    Raises `InputError` naming the key or rule. A literal `effective_from` later
+    than a rule's `expires_on` is refused here too, as the chunk record would be.
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: not valid UTF-8 at byte {exc.start}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{where}: not valid TOML ({exc})") from None
+    _unknown(doc, TOP_KEYS, f"{where}:")
+    _missing(doc, TOP_KEYS, f"{where}:")
+    source = _parse_source(doc["source"], where)
+    raw_rules = doc["rule"]
+    if not isinstance(raw_rules, list) or not raw_rules:
+        raise InputError(f"{where}: needs at least one [[rule]]")
+    rules = tuple(_parse_rule(t, i, where) for i, t in enumerate(raw_rules, start=1))
+    for rule in rules:
+        if (
+            rule.expires_on is not None
+            and source.effective_from not in ("git", "today")
+            and rule.expires_on <= source.effective_from
+        ):
+            raise InputError(f"{where}: {rule.label}.expires_on must be later than effective_from")
+    return Rules(where, source, rules, hashlib.sha256(data).hexdigest())
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a regular expression: `**` any number of segments, `*` and `?`
+    within one segment, `[...]` a class; matched against the whole relative path."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end < 0:
+                raise InputError(f"glob {pattern!r} has an unclosed [")
+            body = pattern[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return re.compile("".join(out))
+
+
+def glob_matches(pattern: str, relpath: str) -> bool:
+    """Whether `relpath` (POSIX separators, relative to its PATH) matches the glob.
+
+    >>> glob_matches("security/**", "security/oauth2/scopes.md")
+    True
+    >>> glob_matches("*.md", "tutorial/cors.md")
+    False
+    >>> glob_matches("**/*.md", "index.md")
+    True
+    """
+    return _glob_regex(pattern).fullmatch(relpath) is not None

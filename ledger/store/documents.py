@@ -1,0 +1,431 @@
+"""Document ingest and retraction, store side: what one run of `ledger ingest
+PATH... --rules` writes, and `ledger retract`.
+
+A run (planned and chunked by `ledger.ingest.docplan`) is written in the caller's
+transaction: the chunk versions that are new as one ingest entry; the location
+(`lines`/`pages`, not hashed) of versions whose section only moved; the source's
+file state (`document_files`, the incremental path); and, for a snapshot, one
+`retract` entry for the source's ids that are absent now, from the run's
+effective date. A run that stores nothing new writes no ingest entry.
+
+Versions: a chunk id's newest version is *unchanged* when its hashed substance
+(content, title, path, the rule's metadata, the counted tokens, the dedupe key)
+is the same now, whatever the run's version and date, unless a retraction came
+after it: the FastAPI docs at a newer commit keep the id, version and record
+digest of every section whose text did not change. A changed text becomes a new
+version of the same id, stamped with the run's version and effective date.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
+
+from ledger.core.canonical import content_digest, digest_value
+from ledger.core.errors import InputError, NotFoundError, RefusedError
+from ledger.core.records import RecordError, check_dedupe_groups, identifier, iso_date
+from ledger.store.chain import reserve_entry, seal_entry
+from ledger.store.engine import write_transaction
+from ledger.store.fulltext import index_batch
+from ledger.store.ingest import ingest_payload_digest, record_from_row
+from ledger.store.schema import Batch, ChunkVersion, DocumentFile, Retraction
+
+versions = ChunkVersion.__table__
+batches = Batch.__table__
+retractions = Retraction.__table__
+document_files = DocumentFile.__table__
+_IN = 900  # ids per IN (...) list: under SQLite's default variable limit
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentIngestSummary:
+    """SPEC's `ingest --json` for documents, plus the retract entry of a snapshot."""
+
+    batch: int | None
+    read: int
+    new: int
+    unchanged: int
+    files: int
+    retracted: int
+    retract_entry: int | None = None
+    moved: int = 0
+    parsed_files: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """SPEC's keys: `batch` is null when the run stored nothing new."""
+        return {
+            "batch": self.batch,
+            "read": self.read,
+            "new": self.new,
+            "unchanged": self.unchanged,
+            "files": self.files,
+            "retracted": self.retracted,
+            "parsed": self.parsed_files,  # files read and chunked; the rest were unchanged
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RetractResult:
+    """`ledger retract`: the entry, the ids and the date they are withdrawn from."""
+
+    entry: int
+    ids: tuple[str, ...]
+    from_date: str
+    reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"entry", "ids", "from", "reason"}`."""
+        return {
+            "entry": self.entry,
+            "ids": list(self.ids),
+            "from": self.from_date,
+            "reason": self.reason,
+        }
+
+
+def retract_payload(ids: Sequence[str], from_date: str, reason: str | None) -> str:
+    """Digest of a retract entry: the sorted ids, the date and the reason."""
+    return digest_value(
+        {"from": from_date, "ids": sorted(ids), "kind": "retract", "reason": reason}
+    )
+
+
+def stored_files(conn: Connection, source: str) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """The source's file state after its last run: path -> (file digest, rules digest, ids)."""
+    t = document_files.c
+    return {
+        row.path: (row.file_digest, row.meta_digest, tuple(json.loads(row.chunk_ids)))
+        for row in conn.execute(select(document_files).where(t.source == source))
+    }
+
+
+_SUBSTANCE = (
+    "content",
+    "title",
+    "path",
+    "section",
+    "trust",
+    "required_permission",
+    "priority",
+    "required",
+    "dedupe_key",
+    "estimated_tokens",
+    "expires_on",
+)
+
+
+def _substance(obj: Any) -> tuple[Any, ...]:
+    return tuple(
+        bool(obj.required) if name == "required" else getattr(obj, name) for name in _SUBSTANCE
+    )
+
+
+def _newest_retraction(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
+    """The newest retract entry of each id (ids never retracted are absent)."""
+    out: dict[str, int] = {}
+    id_list = sorted(set(ids))
+    r = retractions.c
+    for start in range(0, len(id_list), _IN):
+        part = id_list[start : start + _IN]
+        query = select(r.chunk_id, func.max(r.entry_seq)).where(r.chunk_id.in_(part))
+        for cid, seq in conn.execute(query.group_by(r.chunk_id)):
+            out[cid] = int(seq)
+    return out
+
+
+def _newest_versions(conn: Connection, ids: Iterable[str]) -> dict[str, Any]:
+    """The newest stored version (by ingest) of each id."""
+    c = versions.c
+    cols = [
+        versions.c[name]
+        for name in (
+            "vid",
+            "chunk_id",
+            "batch_seq",
+            "loc_kind",
+            "loc_first",
+            "loc_last",
+            *_SUBSTANCE,
+        )
+    ]
+    out: dict[str, Any] = {}
+    id_list = sorted(set(ids))
+    for start in range(0, len(id_list), _IN):
+        part = id_list[start : start + _IN]
+        for row in conn.execute(select(*cols).where(c.chunk_id.in_(part)).order_by(c.vid)):
+            out[row.chunk_id] = row  # ascending vid: the newest wins
+    return out
+
+
+def _insert_retraction(
+    conn: Connection, ids: Sequence[str], from_date: str, reason: str | None
+) -> int:
+    seq = reserve_entry(conn, "retract")
+    conn.execute(
+        insert(retractions),
+        [
+            {"entry_seq": seq, "chunk_id": cid, "from_date": from_date, "reason": reason}
+            for cid in sorted(ids)
+        ],
+    )
+    seal_entry(conn, seq, retract_payload(ids, from_date, reason))
+    return seq
+
+
+def _row(p: Any, batch_seq: int) -> dict[str, Any]:
+    rec = p.record
+    return {
+        "chunk_id": rec.id,
+        "source_version": rec.source_version,
+        "section": rec.section,
+        "source_uri": rec.source_uri,
+        "effective_from": rec.effective_from,
+        "expires_on": rec.expires_on,
+        "required_permission": rec.required_permission,
+        "trust": rec.trust,
+        "dedupe_key": rec.dedupe_key,
+        "estimated_tokens": rec.estimated_tokens,
+        "priority": rec.priority,
+        "required": rec.required,
+        "content": rec.content,
+        "content_digest": content_digest(rec.content),
+        "record_digest": p.digest,
+        "batch_seq": batch_seq,
+        "title": rec.title,
+        "path": rec.path,
+        "loc_kind": p.location_kind,
+        "loc_first": p.location[0],
+        "loc_last": p.location[1],
+    }
+
+
+def _check_versions_free(conn: Connection, plans: Sequence[Any]) -> None:
+    """A new version must not reuse a stored (id, source_version) with other text."""
+    c = versions.c
+    by_key = {(p.record.id, p.record.source_version): p for p in plans}
+    ids = sorted({p.record.id for p in plans})
+    for start in range(0, len(ids), _IN):
+        part = ids[start : start + _IN]
+        query = select(c.chunk_id, c.source_version, c.record_digest).where(c.chunk_id.in_(part))
+        for row in conn.execute(query):
+            p = by_key.get((row.chunk_id, row.source_version))
+            if p is not None and row.record_digest == p.digest:
+                # The same text under the same version, withdrawn since: a retraction
+                # holds for the versions before it, so a restore needs a new version.
+                raise RefusedError(
+                    f"{p.where}: chunk '{row.chunk_id}' version '{row.source_version}' was "
+                    "retracted; to bring it back, ingest it under a new --source-version"
+                )
+            if p is not None:
+                raise RefusedError(
+                    f"{p.where}: chunk '{row.chunk_id}' changed, but version "
+                    f"'{row.source_version}' is already stored with other text (record digest "
+                    f"{row.record_digest[:12]}); versions are immutable: run with a new "
+                    '--source-version (or commit the change when version = "git")'
+                )
+
+
+def _check_dedupe(conn: Connection, plans: Sequence[Any]) -> None:
+    """SPEC's dedupe-group rules over everything stored, for the keys this run added."""
+    keys = sorted({p.record.dedupe_key for p in plans})
+    c = versions.c
+    for start in range(0, len(keys), _IN):
+        part = keys[start : start + _IN]
+        groups = (
+            conn.execute(
+                select(c.dedupe_key)
+                .where(c.dedupe_key.in_(part))
+                .group_by(c.dedupe_key)
+                .having(func.count(c.chunk_id.distinct()) > 1)
+            )
+            .scalars()
+            .all()
+        )
+        if not groups:
+            continue
+        rows = conn.execute(select(versions).where(c.dedupe_key.in_(groups)).order_by(c.vid)).all()
+        try:
+            check_dedupe_groups(record_from_row(r) for r in rows)
+        except RecordError as exc:
+            raise RefusedError(f"{exc}; nothing was stored") from None
+
+
+def store_run(
+    conn: Connection,
+    *,
+    source: str,
+    snapshot: bool,
+    version: str,
+    effective_from: str,
+    paths: Sequence[str],
+    files: Sequence[Any],
+    plans: Sequence[Any],
+    before: dict[str, tuple[str, str, tuple[str, ...]]],
+) -> DocumentIngestSummary:
+    """Write one document run inside the caller's write transaction.
+
+    `files` are the run's file results (`relpath`, digests, `ids`, `reused`),
+    `plans` the chunks of the files that were parsed (`record`, `digest`,
+    `location_kind`, `location`, `where`), `before` the source's file state read
+    at the start of the transaction. Raises `RefusedError` for a changed text
+    under a stored id and version, or a broken dedupe group.
+    """
+    reused = sum(len(f.ids) for f in files if f.reused)
+    newest = _newest_versions(conn, [p.record.id for p in plans])
+    retracted_at = _newest_retraction(conn, [p.record.id for p in plans])
+    new_plans: list[Any] = []
+    moves: list[dict[str, Any]] = []
+    unchanged = reused
+    for p in plans:
+        old = newest.get(p.record.id)
+        withdrawn = old is not None and retracted_at.get(p.record.id, 0) > old.batch_seq
+        if old is not None and not withdrawn and _substance(old) == _substance(p.record):
+            unchanged += 1
+            if (old.loc_kind, old.loc_first, old.loc_last) != (p.location_kind, *p.location):
+                moves.append(
+                    {
+                        "b_vid": old.vid,
+                        "b_kind": p.location_kind,
+                        "b_first": p.location[0],
+                        "b_last": p.location[1],
+                    }
+                )
+            continue
+        new_plans.append(p)
+    _check_versions_free(conn, new_plans)
+    read = len(plans) + reused
+
+    batch_seq: int | None = None
+    if new_plans:
+        batch_seq = reserve_entry(conn, "ingest")
+        conn.execute(
+            insert(batches).values(
+                seq=batch_seq,
+                read_count=read,
+                new_count=len(new_plans),
+                unchanged_count=unchanged,
+                sources=json.dumps(sorted({os.path.basename(os.path.normpath(p)) for p in paths})),
+            )
+        )
+        for start in range(0, len(new_plans), 2000):
+            conn.execute(
+                insert(versions), [_row(p, batch_seq) for p in new_plans[start : start + 2000]]
+            )
+        _check_dedupe(conn, new_plans)
+        index_batch(conn, batch_seq)  # the full-text index, in the same transaction
+        seal_entry(conn, batch_seq, ingest_payload_digest(conn, batch_seq, read, unchanged))
+    if moves:
+        conn.execute(
+            update(versions)
+            .where(versions.c.vid == bindparam("b_vid"))
+            .values(
+                loc_kind=bindparam("b_kind"),
+                loc_first=bindparam("b_first"),
+                loc_last=bindparam("b_last"),
+            ),
+            moves,
+        )
+
+    # The source's file state after the run: rows of files that changed are
+    # rewritten, and a snapshot drops the rows of files it no longer has.
+    t = document_files.c
+    now_paths = {f.relpath for f in files}
+    stale = sorted(p for p in before if p not in now_paths) if snapshot else []
+    changed = [
+        f for f in files if before.get(f.relpath) != (f.file_digest, f.meta_digest, tuple(f.ids))
+    ]
+    drop = stale + [f.relpath for f in changed if f.relpath in before]
+    for start in range(0, len(drop), _IN):
+        conn.execute(
+            delete(document_files).where(t.source == source, t.path.in_(drop[start : start + _IN]))
+        )
+    if changed:
+        conn.execute(
+            insert(document_files),
+            [
+                {
+                    "source": source,
+                    "path": f.relpath,
+                    "file_digest": f.file_digest,
+                    "meta_digest": f.meta_digest,
+                    "chunk_ids": json.dumps(f.ids),
+                }
+                for f in changed
+            ],
+        )
+
+    retract_seq: int | None = None
+    absent: list[str] = []
+    if snapshot:
+        now = {cid for f in files for cid in f.ids}
+        gone = {cid for _d, _m, ids in before.values() for cid in ids} - now
+        if gone:
+            last = _newest_versions(conn, gone)
+            withdrawn_at = _newest_retraction(conn, gone)
+            absent = sorted(
+                c for c in gone if c in last and withdrawn_at.get(c, 0) < last[c].batch_seq
+            )
+        if absent:
+            retract_seq = _insert_retraction(
+                conn, absent, effective_from, f"absent from snapshot {version} of source {source}"
+            )
+    return DocumentIngestSummary(
+        batch=batch_seq,
+        read=read,
+        new=len(new_plans),
+        unchanged=unchanged,
+        files=len(files),
+        retracted=len(absent),
+        retract_entry=retract_seq,
+        moved=len(moves),
+        parsed_files=sum(1 for f in files if not f.reused),
+    )
+
+
+def retract(
+    engine: Engine, ids: Sequence[str], from_date: str, reason: str | None = None
+) -> RetractResult:
+    """Withdraw chunk ids from `from_date` on (valid time), as one `retract` entry.
+
+    Builds whose ledger mark includes the entry evict every version of those ids
+    ingested before it with `retracted {from, entry}`. Raises `NotFoundError`
+    (exit 3) for an id the ledger does not hold; nothing is written then.
+    """
+    if not ids:
+        raise InputError("no ID: name one or more chunk ids to retract")
+    clean: list[str] = []
+    for cid in ids:
+        try:
+            clean.append(identifier(cid, "id"))
+        except RecordError as exc:
+            raise InputError(f"{cid!r}: not a chunk id ({exc.rule})") from None
+    try:
+        iso_date(from_date, "from")
+    except RecordError:
+        raise InputError(f"--from: {from_date!r} must use YYYY-MM-DD") from None
+    if reason is not None:
+        reason = reason.strip()
+        if not reason:
+            raise InputError("--reason: must not be blank (leave it out instead)")
+        if len(reason) > 500 or "\x00" in reason:
+            raise InputError("--reason: at most 500 characters, and no NUL character")
+    unique = sorted(set(clean))
+    with write_transaction(engine) as conn:
+        known: set[str] = set()
+        for start in range(0, len(unique), _IN):
+            part = unique[start : start + _IN]
+            query = select(versions.c.chunk_id).where(versions.c.chunk_id.in_(part)).distinct()
+            known.update(conn.execute(query).scalars())
+        missing = [cid for cid in unique if cid not in known]
+        if missing:
+            raise NotFoundError(
+                f"chunk id '{missing[0]}' is not in the ledger (see `ledger chunks`); "
+                "nothing retracted"
+            )
+        seq = _insert_retraction(conn, unique, from_date, reason)
+    return RetractResult(seq, tuple(unique), from_date, reason)
