@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ledger.core.checkpoint import (
+    Checkpoint,
     Note,
     NoteSignature,
     SignerKey,
@@ -23,9 +24,12 @@ from ledger.core.checkpoint import (
     format_skey,
     format_vkey,
     key_id,
+    parse_checkpoint,
+    parse_note,
     parse_skey,
+    parse_vkey,
 )
-from ledger.errors import InputError, RefusedError
+from ledger.core.errors import InputError, IntegrityError, RefusedError
 
 # _write_private: the project's one owner-only (0600), never-overwrite file writer.
 from ledger.safeio import _write_private, read_input
@@ -113,3 +117,42 @@ def signature_holds(note: Note, vkey: VerifierKey) -> bool:
                 return False
             return True
     return False
+
+
+def read_vkey(value: str) -> VerifierKey:
+    """A verifier key given as its text or as a file holding it."""
+    path = Path(value)
+    text = value
+    if "\n" not in value and path.is_file():
+        try:
+            text = read_input(path, what="verifier key file").decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{value}: not a verifier key file") from None
+    try:
+        return parse_vkey(text)
+    except InputError as exc:
+        raise InputError(f"--vkey {value}: {exc}") from None
+
+
+def read_note(path: Path) -> Note:
+    """A note file (a checkpoint); InputError naming the file when malformed."""
+    data = read_input(path, what="checkpoint file")
+    try:
+        return parse_note(data)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+
+
+def read_checkpoint(path: Path, vkey: VerifierKey | None = None) -> Checkpoint:
+    """A checkpoint file; with `vkey`, its signature must hold (IntegrityError if not)."""
+    note = read_note(path)
+    try:
+        cp = parse_checkpoint(note.text)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    if vkey is not None and not signature_holds(note, vkey):
+        raise IntegrityError(
+            f"{path}: no valid signature by {vkey.name} ({vkey.key_id.hex()}): "
+            "the checkpoint was changed, or signed by another key"
+        )
+    return cp

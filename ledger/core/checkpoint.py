@@ -20,12 +20,11 @@ module only parses, formats and checks the text.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import re
 from dataclasses import dataclass
 
-from ledger.errors import InputError
+from ledger.core.errors import InputError
 
 ED25519 = 0x01
 ORIGIN_PREFIX = "ledger/"
@@ -48,7 +47,7 @@ def b64decode(text: str, what: str) -> bytes:
         raise InputError(f"{what} is not standard base64")
     try:
         return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
+    except ValueError:  # binascii.Error is a ValueError
         raise InputError(f"{what} is not standard base64") from None
 
 

@@ -24,10 +24,10 @@ refuse anything that is not exactly 32 bytes where a hash belongs.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ledger.errors import IntegrityError
+from ledger.core.errors import IntegrityError
 
 HASH_SIZE = 32
 EMPTY_ROOT = hashlib.sha256(b"").digest()
@@ -243,6 +243,40 @@ class CompactRange:
         for h in reversed(self.hashes[:-1]):
             acc = node_hash(h, acc)
         return acc
+
+
+def levels_of(leaves: Sequence[bytes]) -> list[list[bytes]]:
+    """Every complete node, level by level: `levels[L][i]` is node (L, i).
+
+    What `verify` recomputes from the entries themselves; lists instead of a dict
+    keep a million-entry ledger at about 130 MB.
+    """
+    levels = [list(leaves)]
+    while len(levels[-1]) > 1:
+        prev = levels[-1]
+        levels.append([node_hash(prev[i], prev[i + 1]) for i in range(0, len(prev) - 1, 2)])
+    return levels
+
+
+class LevelNodes(Mapping[Node, bytes]):
+    """`levels_of`'s lists seen as the node mapping the proof functions read."""
+
+    def __init__(self, levels: list[list[bytes]]) -> None:
+        self.levels = levels
+
+    def __getitem__(self, node: Node) -> bytes:
+        level, idx = node
+        if level >= len(self.levels) or not 0 <= idx < len(self.levels[level]):
+            raise KeyError(node)
+        return self.levels[level][idx]
+
+    def __iter__(self) -> Iterator[Node]:
+        for level, row in enumerate(self.levels):
+            for idx in range(len(row)):
+                yield (level, idx)
+
+    def __len__(self) -> int:
+        return sum(len(row) for row in self.levels)
 
 
 class MemoryTree:

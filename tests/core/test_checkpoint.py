@@ -19,8 +19,8 @@ from ledger.core.checkpoint import (
     parse_skey,
     parse_vkey,
 )
+from ledger.core.errors import InputError
 from ledger.core.merkle import EMPTY_ROOT, leaf_hash
-from ledger.errors import InputError
 from ledger.signing import signature_holds, signer_from_skey
 
 V = json.loads(

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger.core.errors import IntegrityError
 from ledger.core.merkle import (
     EMPTY_ROOT,
     CompactRange,
@@ -33,7 +34,6 @@ from ledger.core.merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from ledger.errors import IntegrityError
 
 VECTORS = json.loads(
     (Path(__file__).resolve().parents[2] / "fixtures/merkle/rfc6962-vectors.json").read_text()
