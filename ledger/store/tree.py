@@ -200,38 +200,43 @@ def check_whole_tree(
     except ValueError:
         return None, 0, ""
     c = nodes_t.c
-    worst: tuple[int, str] = (0, "")
-
-    def note(entry: int, why: str) -> None:
-        nonlocal worst
-        if worst[0] == 0 or entry < worst[0]:
-            worst = (entry, why)
-
+    # The first difference per level: (first leaf under it, leaves it covers, why).
+    firsts: list[tuple[int, int, str]] = []
     top = conn.execute(select(c.level).order_by(c.level.desc()).limit(1)).scalar()
     for level in range(max(len(levels), (top or 0) + 1)):
         want = levels[level] if level < len(levels) else []
         have = conn.execute(select(c.idx, c.hash).where(c.level == level).order_by(c.idx)).all()
+        found: tuple[int, str] | None = None
         for i, row in enumerate(have):
             if i >= len(want) or row.idx != i:
-                note(
-                    (row.idx << level) + 1,
-                    f"the Merkle tree holds node (level {level}, "
-                    f"index {row.idx}) that the entries do not make",
+                found = (
+                    min(i, row.idx),
+                    f"the Merkle tree holds node (level {level}, index "
+                    f"{row.idx}) that the entries do not make",
                 )
                 break
             if row.hash != want[i].hex():
-                note(
-                    (i << level) + 1,
+                found = (
+                    i,
                     f"Merkle tree node (level {level}, index {i}) does not match the entries",
                 )
                 break
         else:
             if len(have) < len(want):
-                note(
-                    (len(have) << level) + 1,
+                found = (
+                    len(have),
                     f"the Merkle tree lacks node (level {level}, index {len(have)})",
                 )
-    return merkle.LevelNodes(levels), worst[0], worst[1]
+        if found is not None:
+            firsts.append((found[0] << level, 1 << level, found[1]))
+    # A changed leaf also changes every node above it; a node above counts on its
+    # own only when no lower difference lies under or before it.
+    best: tuple[int, str] = (0, "")
+    for first_leaf, width, why in firsts:  # level 0 first
+        if best[0] and best[0] - 1 < first_leaf + width:
+            continue
+        best = (first_leaf + 1, why)
+    return merkle.LevelNodes(levels), best[0], best[1]
 
 
 def entry_row(conn: Connection, seq: int) -> Any:
