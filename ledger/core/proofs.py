@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.core import merkle
 from ledger.core.chain import entry_hash, pack_entry_payload
 from ledger.core.checkpoint import Checkpoint
 from ledger.core.errors import InputError, IntegrityError
+from ledger.core.merkle import entry_leaf, verify_consistency, verify_inclusion
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -100,7 +100,7 @@ class InclusionProof:
         """Raise IntegrityError unless the path leads from the leaf to the root and,
         when the proof carries them, the pack's digests lead to the leaf."""
         if self.entry_hash is not None:
-            if merkle.entry_leaf(self.entry_hash) != self.leaf_hash:
+            if entry_leaf(self.entry_hash) != self.leaf_hash:
                 raise IntegrityError("leaf_hash is not the leaf of entry_hash")
         if self.entry_fields is not None:
             f = self.entry_fields
@@ -124,9 +124,7 @@ class InclusionProof:
             )
             if digest != self.entry_fields["payload_digest"]:
                 raise IntegrityError("the entry's payload digest is not that of pack_payload")
-        merkle.verify_inclusion(
-            self.leaf_index, self.tree_size, self.leaf_hash, self.path, self.root
-        )
+        verify_inclusion(self.leaf_index, self.tree_size, self.leaf_hash, self.path, self.root)
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> InclusionProof:
@@ -211,9 +209,7 @@ class ConsistencyProof:
 
     def verify(self) -> None:
         """Raise IntegrityError unless the path proves the new tree extends the old."""
-        merkle.verify_consistency(
-            self.old_size, self.new_size, self.old_root, self.new_root, self.path
-        )
+        verify_consistency(self.old_size, self.new_size, self.old_root, self.new_root, self.path)
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ConsistencyProof:
