@@ -18,6 +18,7 @@ a user's would. `--quick`: 100,000 entries.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -96,6 +97,16 @@ def _flush(con: sqlite3.Connection, entries: list, policies: list, nodes: list) 
 
 
 def rows(quick: bool) -> list[dict[str, Any]]:
+    size = 100_000 if quick else 1_000_000
+    new = 1_000
+    tmp = Path(tempfile.mkdtemp(prefix="bench-proofs-"))
+    try:
+        return _rows(tmp, size, new)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _rows(tmp: Path, size: int, new: int) -> list[dict[str, Any]]:
     from ledger.core.checkpoint import Checkpoint
     from ledger.store.access import set_policy
     from ledger.store.audit import verify
@@ -103,9 +114,6 @@ def rows(quick: bool) -> list[dict[str, Any]]:
     from ledger.store.engine import make_engine, read_transaction
     from ledger.store.tree import checkpoint, prove_pack
 
-    size = 100_000 if quick else 1_000_000
-    new = 1_000
-    tmp = Path(tempfile.mkdtemp(prefix="bench-proofs-"))
     db_file = tmp / "proofs.db"
     url = f"sqlite:///{db_file}"
     t0 = time.perf_counter()

@@ -165,6 +165,7 @@ def prove_command(
     ledger prove 3 --json > pack-3.proof.json
     ledger prove --consistency 120 --json > since-120.proof.json
     """
+    from ledger.core.proofs import ConsistencyProof, InclusionProof
     from ledger.store.engine import read_transaction
     from ledger.store.packs import resolve_pack
     from ledger.store.tree import prove_consistency, prove_pack
@@ -178,6 +179,7 @@ def prove_command(
         new = _count(args[1], "NEW") if len(args) == 2 else None
     elif len(args) != 1:
         raise click.UsageError("prove takes one PACK (or --consistency OLD [NEW])")
+    proof: InclusionProof | ConsistencyProof
     engine = open_ledger(settings)
     try:
         with read_transaction(engine) as conn:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, or_, select
+from sqlalchemy import Connection, Table, and_, func, insert, or_, select
 
 from ledger.core import merkle
 from ledger.core.checkpoint import Checkpoint, origin_of
@@ -19,7 +19,7 @@ from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.core.proofs import ConsistencyProof, InclusionProof
 from ledger.store.schema import Entry, LedgerMeta, MerkleNode, Pack
 
-nodes_t = MerkleNode.__table__
+nodes_t: Table = MerkleNode.__table__  # type: ignore[assignment]
 meta_t = LedgerMeta.__table__
 entries = Entry.__table__
 packs = Pack.__table__
