@@ -18,6 +18,8 @@ import json
 import os
 import re
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -428,16 +430,12 @@ def rewrite_chain_from(db: str, seq: int, payloads: dict[int, str] | None = None
         if seq > 1
         else "0" * 64
     )
+    sql = "UPDATE entries SET payload_digest = ?, prev_hash = ?, entry_hash = ? WHERE seq = ?"
     statements = []
     for s, kind, payload in rows:
         payload = payloads.get(s, payload)
         h = _entry_hash(s, kind, payload, prev)
-        statements.append(
-            (
-                "UPDATE entries SET payload_digest = ?, prev_hash = ?, entry_hash = ? WHERE seq = ?",
-                (payload, prev, h, s),
-            )
-        )
+        statements.append((sql, (payload, prev, h, s)))
         prev = h
     tamper(db, *statements)
     dbtools.rebuild_merkle_tree(db)
@@ -537,3 +535,31 @@ def test_tree_table_changed_alone_is_caught_without_a_checkpoint(copy: str) -> N
     tamper(copy, ("UPDATE merkle_nodes SET hash = ? WHERE level = 0 AND idx = 6", ("ab" * 32,)))
     code, plain, data = verify(copy)
     assert code == 4 and data["first_bad"]["seq"] == 7 and "Merkle" in plain
+
+
+def test_offline_verifiers_never_load_the_database_layer(
+    base: dict[str, Any], tmp_path: Path
+) -> None:
+    """`proof verify` and `checkpoint verify` need no database: not even SQLAlchemy."""
+    proof = tmp_path / "p.json"
+    proof.write_text(json.dumps(cli_json("prove", "1", db=base["db"])))
+    for args in (
+        [
+            "proof",
+            "verify",
+            str(proof),
+            "--checkpoint",
+            str(base["cp10"]),
+            "--vkey",
+            str(base["vkey"]),
+        ],
+        ["checkpoint", "verify", str(base["cp10"]), "--vkey", str(base["vkey"])],
+    ):
+        code = (
+            "import sys\nfrom ledger_cli.main import main\n"
+            f"try:\n    main({args!r})\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+            "loaded = [m for m in sys.modules if m.startswith(('sqlalchemy', 'alembic'))]\n"
+            "assert not loaded, loaded\n"
+        )
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
