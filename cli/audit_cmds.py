@@ -105,11 +105,11 @@ def verify_command(lg: Ledger, checkpoint: str | None, since: str | None, vkey: 
     """
     import time
 
-    from ledger_cli.proof_cmds import checkpoint_options
+    from ledger_cli.proof_cmds import check_verify_options
 
-    seq_hash, tree_cp, since_cp = checkpoint_options(checkpoint, since, vkey)
+    check_verify_options(checkpoint, since, vkey)
     started = time.perf_counter()
-    result = lg.verify(seq_hash if tree_cp is None else tree_cp, since=since_cp)
+    result = lg.verify(checkpoint, since=since, vkey=vkey)
     elapsed = time.perf_counter() - started
     if as_json:
         echo_json(result.to_json())

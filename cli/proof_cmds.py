@@ -12,10 +12,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from ledger_cli.common import echo_json, json_option, open_ledger
-from ledger_cli.main import Settings, pass_settings
+from ledger_cli.common import echo_json, json_option, pass_ledger
+from ledger_cli.main import Settings
+
+if TYPE_CHECKING:
+    from ledger.api import Ledger
 
 EXIT_INTEGRITY = 4
 
@@ -63,33 +67,18 @@ def checkpoint_group(
         if key or output or as_json:
             raise click.UsageError("--key, -o and --json go after `checkpoint verify`, not before")
         return
-    from ledger.core.checkpoint import Note
-    from ledger.signing import load_signer
-    from ledger.store.engine import read_transaction
-    from ledger.store.tree import checkpoint, checkpoint_json
-
-    signer = load_signer(Path(key)) if key else None
     settings = ctx.find_object(Settings)
     assert settings is not None
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            cp = checkpoint(conn)
-    finally:
-        engine.dispose()
-    note = Note(cp.text())
-    if signer is not None:
-        note = signer.sign(note)
-    text = note.render()
+    result = settings.ledger(ctx).checkpoint(key=key)
     if output is not None:
         from ledger_cli.packs_cmd import write_private
 
-        write_private(output, text)
+        write_private(output, result.note)
         click.echo(f"wrote {os.path.abspath(output)}", err=True)
     if as_json:
-        echo_json({**checkpoint_json(cp), "note": text, "signed": signer is not None})
+        echo_json(result.to_json())
     elif output is None:
-        click.echo(text, nl=False)
+        click.echo(result.note, nl=False)
 
 
 @checkpoint_group.command("verify")
@@ -152,9 +141,9 @@ def _count(value: str, what: str) -> int:
     "--consistency", is_flag=True, help="Prove the tree of NEW entries extends the tree of OLD."
 )
 @json_option
-@pass_settings
+@pass_ledger
 def prove_command(
-    settings: Settings, args: tuple[str, ...], size: int | None, consistency: bool, as_json: bool
+    lg: Ledger, args: tuple[str, ...], size: int | None, consistency: bool, as_json: bool
 ) -> None:
     """Print an inclusion proof of a pack, or a consistency proof of two tree sizes.
 
@@ -166,9 +155,6 @@ def prove_command(
     ledger prove --consistency 120 --json > since-120.proof.json
     """
     from ledger.core.proofs import ConsistencyProof, InclusionProof
-    from ledger.store.engine import read_transaction
-    from ledger.store.packs import resolve_pack
-    from ledger.store.tree import prove_consistency, prove_pack
 
     if consistency:
         if size is not None:
@@ -180,15 +166,10 @@ def prove_command(
     elif len(args) != 1:
         raise click.UsageError("prove takes one PACK (or --consistency OLD [NEW])")
     proof: InclusionProof | ConsistencyProof
-    engine = open_ledger(settings)
-    try:
-        with read_transaction(engine) as conn:
-            if consistency:
-                proof = prove_consistency(conn, old, new)
-            else:
-                proof = prove_pack(conn, resolve_pack(conn, args[0]), size)
-    finally:
-        engine.dispose()
+    if consistency:
+        proof = lg.prove_consistency(old, new)
+    else:
+        proof = lg.prove(args[0], size)
     doc = proof.to_json()
     if as_json:
         echo_json(doc)
@@ -286,23 +267,17 @@ def proof_verify_command(
         sys.exit(EXIT_INTEGRITY)
 
 
-def checkpoint_options(checkpoint: str | None, since: str | None, vkey: str | None):  # type: ignore[no-untyped-def]
-    """`verify`'s --checkpoint (SEQ:HASH, or a checkpoint file), --since FILE and --vkey,
-    read and checked: (seq_hash, tree checkpoint, since checkpoint)."""
-    import re
-
-    from ledger.signing import read_checkpoint, read_vkey
-
-    seq_hash = None
-    if checkpoint is not None and re.fullmatch(r"\s*\d+:[0-9a-f]{64}\s*", checkpoint):
-        seq_hash, checkpoint = checkpoint, None
-    if since is not None and (checkpoint is not None or seq_hash is not None):
+def check_verify_options(checkpoint: str | None, since: str | None, vkey: str | None) -> None:
+    """`verify`'s --checkpoint, --since and --vkey go together only in some ways."""
+    if since is not None and checkpoint is not None:
         raise click.UsageError("--since already checks against its checkpoint; drop --checkpoint")
-    if vkey is not None and checkpoint is None and since is None:
+    if vkey is not None and since is None and (checkpoint is None or _is_seq_hash(checkpoint)):
         raise click.UsageError(
             "--vkey checks a checkpoint file: give --checkpoint FILE or --since FILE"
         )
-    key = read_vkey(vkey) if vkey is not None else None
-    tree_cp = read_checkpoint(Path(checkpoint), key) if checkpoint is not None else None
-    since_cp = read_checkpoint(Path(since), key) if since is not None else None
-    return seq_hash, tree_cp, since_cp
+
+
+def _is_seq_hash(text: str) -> bool:
+    import re
+
+    return re.fullmatch(r"\s*\d+:[0-9a-f]{64}\s*", text) is not None

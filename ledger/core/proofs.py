@@ -29,6 +29,7 @@ from ledger.core.chain import entry_hash, pack_entry_payload
 from ledger.core.checkpoint import Checkpoint
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.merkle import entry_leaf, verify_consistency, verify_inclusion
+from ledger.core.results import JSONResult
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -264,3 +265,31 @@ def check_against(proof: InclusionProof | ConsistencyProof, checkpoint: Checkpoi
             f"the proof's tree (size {sizes}) is not the checkpoint's tree "
             f"(size {checkpoint.size}, or the same size with another root)"
         )
+
+
+@dataclass(frozen=True)
+class CheckpointResult(JSONResult):
+    """What `ledger checkpoint --json` prints: origin, size, root (hex), the note
+    text as written (signed or not) and whether it is signed."""
+
+    @property
+    def origin(self) -> str:
+        return str(self.data["origin"])
+
+    @property
+    def size(self) -> int:
+        return int(self.data["size"])
+
+    @property
+    def root(self) -> str:
+        """The root hash, lower-case hex."""
+        return str(self.data["root"])
+
+    @property
+    def note(self) -> str:
+        """The checkpoint file's text: keep it outside the database."""
+        return str(self.data["note"])
+
+    @property
+    def signed(self) -> bool:
+        return bool(self.data["signed"])

@@ -705,6 +705,11 @@ def _retract_entries(conn: Connection) -> dict[int, tuple[list[str], set[str], s
     return out
 
 
+def is_seq_hash(text: str) -> bool:
+    """Whether a --checkpoint value is the `SEQ:HASH` form (else: a checkpoint file)."""
+    return re.fullmatch(r"\s*\d+:[0-9a-f]{64}\s*", text) is not None
+
+
 def parse_checkpoint(text: str) -> tuple[int, str]:
     m = re.fullmatch(r"(\d+):([0-9a-f]{64})", text.strip())
     if not m:

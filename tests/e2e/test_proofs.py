@@ -563,3 +563,32 @@ def test_offline_verifiers_never_load_the_database_layer(
         )
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
+
+
+def test_python_api_results_equal_the_commands_json(base: dict[str, Any]) -> None:
+    """Each Ledger method's `to_json()` is the matching command's `--json`."""
+    import ledger
+
+    db = base["db"]
+    with ledger.open(db) as lg:
+        assert lg.checkpoint().to_json() == cli_json("checkpoint", db=db)
+        signed = lg.checkpoint(key=base["key"])
+        assert signed.signed and signed.note.startswith(lg.checkpoint().note + "\n\u2014 ")
+        assert lg.prove(2).to_json() == cli_json("prove", "2", db=db)
+        assert lg.prove(2, size=9).to_json() == cli_json("prove", "2", "--size", "9", db=db)
+        assert lg.prove_consistency(3).to_json() == cli_json("prove", "--consistency", "3", db=db)
+        assert lg.prove_consistency(3, 9).to_json() == cli_json(
+            "prove", "--consistency", "3", "9", db=db
+        )
+        assert lg.head(at=4).to_json() == cli_json("head", "--at", "4", db=db)
+        since = lg.verify(since=base["cp3"], vkey=str(base["vkey"]))
+        assert since.to_json() == cli_json("verify", "--since", str(base["cp3"]), db=db)
+        full = lg.verify(base["cp9"])
+        assert full.ok and full.to_json() == cli_json(
+            "verify", "--checkpoint", str(base["cp9"]), db=db
+        )
+        with pytest.raises(ledger.NotFoundError):
+            lg.head(at=99)
+        assert isinstance(lg.prove(1), ledger.InclusionProof)
+        assert isinstance(lg.prove_consistency(1), ledger.ConsistencyProof)
+        assert isinstance(lg.checkpoint(), ledger.CheckpointResult)
