@@ -140,12 +140,12 @@ def test_checkpoint_is_a_tlog_checkpoint_with_the_rfc_root(base: dict[str, Any])
 
 
 def test_checkpoint_json_and_empty_ledger(
-    base: dict[str, Any], tmp_path: Path, backend: str
+    base: dict[str, Any], tmp_path: Path, module_backend: str
 ) -> None:
     data = cli_json("checkpoint", db=base["db"])
     assert data["size"] == 10 and data["root"] == expected_root(base["db"], 10).hex()
     assert data["note"] == run_ledger("checkpoint", db=base["db"], check=True).stdout
-    empty = dbtools.new_ledger(tmp_path, backend, "empty")
+    empty = dbtools.new_ledger(tmp_path, module_backend, "empty")
     try:
         lines = run_ledger("checkpoint", db=empty, check=True).stdout.split("\n")
         assert lines[1:] == ["0", "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", ""]
@@ -377,9 +377,9 @@ def test_verify_against_checkpoint_files(base: dict[str, Any]) -> None:
 
 
 def test_checkpoint_of_another_ledger_is_an_integrity_failure(
-    base: dict[str, Any], tmp_path: Path, backend: str
+    base: dict[str, Any], tmp_path: Path, module_backend: str
 ) -> None:
-    other = dbtools.new_ledger(tmp_path, backend, "other")
+    other = dbtools.new_ledger(tmp_path, module_backend, "other")
     try:
         for flag in ("--checkpoint", "--since"):
             proc = run_ledger("verify", flag, str(base["cp3"]), db=other)
