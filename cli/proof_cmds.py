@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+
 from ledger_cli.common import echo_json, json_option, pass_ledger
 from ledger_cli.main import Settings
 
