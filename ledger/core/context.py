@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ledger.core.errors import InputError, RefusedError
-from ledger.core.reasons import DETAIL_KEYS, REASONS
+from ledger.core.reasons import DETAIL_KEYS
 
 REF_KEYS = ("id", "source_version", "record_digest")
 UNRANKED = 2**31 - 1
