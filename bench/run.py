@@ -21,7 +21,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MODULES = ["core", "ingest", "build", "audit", "transcript", "report", "pg", "search", "integrations", "documents"]
+MODULES = [
+    "core", "ingest", "build", "audit", "transcript", "report", "pg", "search", "integrations",
+    "documents", "proofs",
+]
 
 CHILD = r"""
 import json, resource, sys

@@ -86,23 +86,36 @@ def _state(s: dict[str, object]) -> str:
 
 
 @click.command("verify")
-@click.option("--checkpoint", metavar="SEQ:HASH", help="Also prove the ledger still extends this `ledger head`.")
+@click.option("--checkpoint", metavar="SEQ:HASH|FILE",
+              help="Also prove the ledger still extends this `ledger head`, or this `ledger checkpoint` file.")
+@click.option("--since", metavar="FILE",
+              help="Check only the entries after this checkpoint file, and that the tree extends it.")
+@click.option("--vkey", metavar="VKEY", help="The checkpoint file must be signed by this verifier key.")
 @json_option
 @pass_ledger
-def verify_command(lg: Ledger, checkpoint: str | None, as_json: bool) -> None:
+def verify_command(lg: Ledger, checkpoint: str | None, since: str | None, vkey: str | None,
+                   as_json: bool) -> None:
     """Recompute every digest and the hash chain; name the first bad entry (exit 4).
 
     \b
     ledger verify
     ledger verify --checkpoint "$(ledger head)"
+    ledger verify --checkpoint cp.txt --vkey ledger.vkey
+    ledger verify --since cp.txt
     """
     import time
 
+    from ledger_cli.proof_cmds import check_verify_options
+
+    check_verify_options(checkpoint, since, vkey)
     started = time.perf_counter()
-    result = lg.verify(checkpoint)
+    result = lg.verify(checkpoint, since=since, vkey=vkey)
     elapsed = time.perf_counter() - started
     if as_json:
         echo_json(result.to_json())
+    elif result.ok and result.since is not None:
+        click.echo(f"ok: {result.checked} entries after checkpoint {result.since} and the tree's "
+                   f"consistency with it verified in {elapsed:.2f}s; head {result.head}")
     elif result.ok:
         click.echo(f"ok: {result.entries} entries, {result.decisions} decisions verified in {elapsed:.2f}s; head {result.head}")
     else:
@@ -114,16 +127,18 @@ def verify_command(lg: Ledger, checkpoint: str | None, as_json: bool) -> None:
 
 
 @click.command("head")
+@click.option("--at", "at", type=click.IntRange(min=1), metavar="SEQ", help="Entry SEQ instead of the newest.")
 @json_option
 @pass_ledger
-def head_command(lg: Ledger, as_json: bool) -> None:
-    """Print the newest entry as a checkpoint SEQ:HASH (keep it; verify against it later).
+def head_command(lg: Ledger, at: int | None, as_json: bool) -> None:
+    """Print the newest entry (or entry SEQ) as a checkpoint SEQ:HASH (keep it; verify against it later).
 
     \b
     ledger head > checkpoint.txt
     ledger verify --checkpoint "$(cat checkpoint.txt)"
+    ledger head --at 120
     """
-    head = lg.head()
+    head = lg.head(at=at)
     if as_json:
         echo_json(head.to_json())
     else:

@@ -46,6 +46,11 @@ COMMANDS: dict[str, str] = {
     "mcp": "ledger_cli.mcp_cmd:mcp_command",
     # Documents (issue 15).
     "retract": "ledger_cli.retract_cmd:retract_command",
+    # Proofs and checkpoints (issue 18)
+    "keygen": "ledger_cli.proof_cmds:keygen_command",
+    "checkpoint": "ledger_cli.proof_cmds:checkpoint_group",
+    "prove": "ledger_cli.proof_cmds:prove_command",
+    "proof": "ledger_cli.proof_cmds:proof_group",
 }
 
 

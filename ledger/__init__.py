@@ -33,6 +33,8 @@ from ledger.core.select import Request, select
 
 if TYPE_CHECKING:
     from ledger.api import Ledger, init, open
+    from ledger.core.checkpoint import Checkpoint
+    from ledger.core.proofs import CheckpointResult, ConsistencyProof, InclusionProof
     from ledger.core.query import SearchResult
     from ledger.core.results import (
         Admission,
@@ -88,6 +90,11 @@ _LAZY = {
     # Documents: `ingest_paths(..., rules=)` and `retract`.
     "DocumentIngestSummary": ("ledger.store.documents", "DocumentIngestSummary"),
     "RetractResult": ("ledger.store.documents", "RetractResult"),
+    # Proofs and checkpoints
+    "Checkpoint": ("ledger.core.checkpoint", "Checkpoint"),
+    "CheckpointResult": ("ledger.core.proofs", "CheckpointResult"),
+    "ConsistencyProof": ("ledger.core.proofs", "ConsistencyProof"),
+    "InclusionProof": ("ledger.core.proofs", "InclusionProof"),
 }
 
 
@@ -112,13 +119,17 @@ __all__ = [
     "Admission",
     "BatchBuild",
     "Candidate",
+    "Checkpoint",
+    "CheckpointResult",
     "ChunkList",
+    "ConsistencyProof",
     "Context",
     "Diff",
     "DocumentIngestSummary",
     "Export",
     "GrantChange",
     "HeadResult",
+    "InclusionProof",
     "IngestResult",
     "IngestSummary",
     "InitResult",

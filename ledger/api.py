@@ -18,10 +18,13 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, overload
 
-from ledger.core.errors import InputError
+from ledger.core.checkpoint import Checkpoint, Note, VerifierKey
+from ledger.core.errors import InputError, NotFoundError
+from ledger.core.proofs import CheckpointResult, ConsistencyProof, InclusionProof
 from ledger.core.query import SearchResult
 from ledger.core.records import ChunkRecord
 from ledger.core.results import (
@@ -48,9 +51,11 @@ from ledger.ingest.files import (
     read_records,
     validated,
 )
+from ledger.signing import load_signer, read_checkpoint, read_vkey
 from ledger.store import access, audit, batch, build, engine, migrate, packs, versions
+from ledger.store import tree as merkle_tree
 from ledger.store.audit import ReplayResult, VerifyResult
-from ledger.store.chain import read_head
+from ledger.store.chain import entry_at, read_head
 from ledger.store.documents import DocumentIngestSummary, RetractResult
 from ledger.store.ingest import IngestSummary, store_records
 
@@ -469,20 +474,69 @@ class Ledger:
         with self._read() as conn:
             return Diff(audit.diff(conn, self._pack_no(conn, a), self._pack_no(conn, b)))
 
-    def verify(self, checkpoint: str | None = None) -> VerifyResult:
-        """Recompute every digest and the hash chain; `checkpoint` (`SEQ:HASH`) must
-        still be extended. The result names the first bad entry; it never raises
-        for a failed check."""
-        if checkpoint is not None:
-            audit.parse_checkpoint(checkpoint)
-        with self._read() as conn:
-            return audit.verify(conn, checkpoint)
+    def verify(
+        self,
+        checkpoint: str | os.PathLike[str] | Checkpoint | None = None,
+        since: str | os.PathLike[str] | Checkpoint | None = None,
+        *,
+        vkey: str | None = None,
+    ) -> VerifyResult:
+        """Recompute every digest and the hash chain; name the first bad entry.
 
-    def head(self) -> HeadResult:
-        """The newest entry as a checkpoint `SEQ:HASH` (keep it; verify against it later)."""
+        `checkpoint`: `SEQ:HASH` (as `head` prints it), which the chain must still
+        extend, or a tree checkpoint (a `ledger checkpoint` file's path, or a
+        `Checkpoint`): the first N entries must have its root. `since`: a tree
+        checkpoint; only the entries after it are read, and the stored tree must
+        extend it (`verify --since`). `vkey` (a verifier key, or a file holding
+        one): checkpoint files must carry its valid signature. It never raises for
+        a failed check of the ledger itself; a checkpoint of another ledger, or a
+        bad signature, is an IntegrityError.
+        """
+        seq_hash = None
+        if isinstance(checkpoint, str) and audit.is_seq_hash(checkpoint):
+            seq_hash, checkpoint = checkpoint, None
+        key = read_vkey(vkey) if vkey is not None else None
+        tree_cp = _tree_checkpoint(checkpoint, key)
+        since_cp = _tree_checkpoint(since, key)
         with self._read() as conn:
-            h = read_head(conn)
+            return audit.verify(conn, seq_hash, tree_checkpoint=tree_cp, since=since_cp)
+
+    def head(self, at: int | None = None) -> HeadResult:
+        """The newest entry (or entry `at`) as a checkpoint `SEQ:HASH` (keep it;
+        verify against it later). A missing entry is a NotFoundError."""
+        with self._read() as conn:
+            h = read_head(conn) if at is None else entry_at(conn, at)
+        if h is None:
+            raise NotFoundError(f"entry {at} does not exist; `ledger head` prints the newest")
         return HeadResult({"seq": h.seq, "hash": h.entry_hash, "checkpoint": h.checkpoint()})
+
+    # -- proofs and checkpoints (SPEC "Proofs and checkpoints") ----------------
+
+    def checkpoint(
+        self, size: int | None = None, *, key: str | os.PathLike[str] | None = None
+    ) -> CheckpointResult:
+        """The C2SP checkpoint of the tree of `size` entries (default: all), signed
+        with the private key file `key` when given (`ledger checkpoint --key`)."""
+        signer = load_signer(Path(key)) if key is not None else None
+        with self._read() as conn:
+            cp = merkle_tree.checkpoint(conn, size)
+        note = Note(cp.text())
+        if signer is not None:
+            note = signer.sign(note)
+        data = {**merkle_tree.checkpoint_json(cp), "note": note.render()}
+        return CheckpointResult({**data, "signed": signer is not None})
+
+    def prove(self, pack: PackRef, size: int | None = None) -> InclusionProof:
+        """The inclusion proof of a pack's entry in the tree of `size` entries
+        (default: now); `to_json()` is `ledger prove PACK --json`."""
+        with self._read() as conn:
+            return merkle_tree.prove_pack(conn, self._pack_no(conn, pack), size)
+
+    def prove_consistency(self, old: int, new: int | None = None) -> ConsistencyProof:
+        """The proof that the tree of `new` entries (default: now) extends the tree of
+        `old`; `to_json()` is `ledger prove --consistency OLD [NEW] --json`."""
+        with self._read() as conn:
+            return merkle_tree.prove_consistency(conn, old, new)
 
     def replay(self, pack: PackRef) -> ReplayResult:
         """Rebuild a pack from the ledger as it stood then and compare every decision."""
@@ -546,6 +600,20 @@ def _candidates_arg(
         + b"\n"
         for item in items
     )
+
+
+def _tree_checkpoint(
+    value: str | os.PathLike[str] | Checkpoint | None, key: VerifierKey | None
+) -> Checkpoint | None:
+    """A tree checkpoint given as a `Checkpoint` or as a checkpoint file's path."""
+    if value is None or isinstance(value, Checkpoint):
+        return value
+    if not os.path.isfile(value):
+        raise InputError(
+            f"checkpoint {os.fspath(value)!r}: neither SEQ:HASH as `ledger head` prints it "
+            "nor a checkpoint file as `ledger checkpoint -o FILE` writes it"
+        )
+    return read_checkpoint(Path(value), key)
 
 
 def _check_counter(counter: str) -> None:

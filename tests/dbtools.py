@@ -179,3 +179,23 @@ def snapshot(db: str | Path) -> Snapshot:
             schema = tuple(con.iterdump())
     counts = {t: len(rows) for t, rows in dump.items()}
     return Snapshot(counts, None if head is None else (int(head[0]), str(head[1])), dump, schema)
+
+
+def rebuild_merkle_tree(db: str | Path) -> None:
+    """What an attacker who rewrote the entries does next: recompute the whole
+    Merkle tree from them, so the database is consistent in itself again."""
+    from ledger.core.merkle import entry_leaf, levels_of
+
+    hashes = [h for (h,) in query(db, "SELECT entry_hash FROM entries ORDER BY seq")]
+    rows = [
+        (level, idx, h.hex())
+        for level, row in enumerate(levels_of([entry_leaf(x) for x in hashes]))
+        for idx, h in enumerate(row)
+    ]
+    with connect(db) as con:
+        execute(con, db, "DELETE FROM merkle_nodes")
+        if is_pg(db):
+            with con.cursor() as cur:
+                cur.executemany(_sql(db, "INSERT INTO merkle_nodes VALUES (?, ?, ?)"), rows)
+        else:
+            con.executemany("INSERT INTO merkle_nodes VALUES (?, ?, ?)", rows)

@@ -53,6 +53,8 @@ from ledger.store.schema import (
     PolicyVersion,
     Retraction,
 )
+from ledger.core.checkpoint import Checkpoint
+from ledger.store import tree
 from ledger.tokens import ESTIMATED, counter_id
 
 entries = Entry.__table__
@@ -505,9 +507,20 @@ class VerifyResult:
     head: str
     first_bad: dict[str, Any] | None
     decisions: int = 0
+    # Proofs and checkpoints: the tree checkpoint verified against, and for
+    # `--since` the size it started from and the number of entries checked.
+    checkpoint: dict[str, Any] | None = None
+    since: int | None = None
+    checked: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "entries": self.entries, "head": self.head, "first_bad": self.first_bad}
+        out = {"ok": self.ok, "entries": self.entries, "head": self.head, "first_bad": self.first_bad}
+        if self.checkpoint is not None:
+            out["checkpoint"] = self.checkpoint
+        if self.since is not None:
+            out["since"] = self.since
+            out["checked"] = self.checked
+        return out
 
 
 class _Problems:
@@ -532,13 +545,29 @@ class _Problems:
         return {"seq": seq, "kind": kind, "why": why}
 
 
-def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
-    """Recompute every content, record and pack digest and the whole chain."""
+def verify(
+    conn: Connection,
+    checkpoint: str | None = None,
+    *,
+    tree_checkpoint: Checkpoint | None = None,
+    since: Checkpoint | None = None,
+) -> VerifyResult:
+    """Recompute every content, record and pack digest and the whole chain.
+
+    `tree_checkpoint`: also, the tree of its size recomputed from the entries must
+    have its root. `since`: check only the entries after that checkpoint, and that
+    the stored tree extends it (work proportional to the new entries).
+    """
     problems = _Problems()
-    chain = conn.execute(select(entries).order_by(entries.c.seq)).all()
+    after = 0 if since is None else since.size  # entries up to `after` are not read
+    chain = conn.execute(select(entries).where(entries.c.seq > after).order_by(entries.c.seq)).all()
     kinds = {}
     prev = GENESIS
-    expected_seq = 1
+    if since is not None and after:
+        anchor = tree.entry_row(conn, after)  # the new entries chain from it
+        if anchor is not None:
+            kinds[after], prev = anchor.kind, anchor.entry_hash
+    expected_seq = after + 1
     for e in chain:
         kinds[e.seq] = e.kind
         if e.seq != expected_seq:
@@ -563,7 +592,7 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
             problems.add(seq, kind, f"{what} does not match the entry's payload digest")
 
     # Ingest batches and the versions they added.
-    for b in conn.execute(select(batches).order_by(batches.c.seq)):
+    for b in conn.execute(select(batches).where(batches.c.seq > after).order_by(batches.c.seq)):
         for bad in _bad_versions(conn, b.seq):
             problems.add(b.seq, "ingest", bad)
             break
@@ -573,7 +602,7 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
     # the batches would otherwise become candidates of every later build.
     orphans = conn.execute(
         select(versions.c.batch_seq, versions.c.chunk_id, versions.c.source_version)
-        .where(versions.c.batch_seq.not_in(select(batches.c.seq)))
+        .where(versions.c.batch_seq > after, versions.c.batch_seq.not_in(select(batches.c.seq)))
         .order_by(versions.c.batch_seq, versions.c.vid)
     ).all()
     for o in orphans:
@@ -582,7 +611,9 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
                      "which is not an ingest batch")
     # Grants and revokes.
     by_entry: dict[int, list[Any]] = {}
-    for g in conn.execute(select(grants).order_by(grants.c.entry_seq, grants.c.id)):
+    for g in conn.execute(
+        select(grants).where(grants.c.entry_seq > after).order_by(grants.c.entry_seq, grants.c.id)
+    ):
         by_entry.setdefault(g.entry_seq, []).append(g)
     for seq, rows in by_entry.items():
         actions = {r.action for r in rows}
@@ -594,7 +625,7 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
         check_payload(seq, action, grant_payload(subjects.pop(), action, [r.permission for r in rows]),
                       f"{action} of entry {seq}")
     # Policies.
-    for p in conn.execute(select(policies).order_by(policies.c.entry_seq)):
+    for p in conn.execute(select(policies).where(policies.c.entry_seq > after).order_by(policies.c.entry_seq)):
         try:
             pol = Policy(tuple(json.loads(p.allowed_trust)), p.budget)
         except (TypeError, ValueError):
@@ -603,7 +634,7 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
         check_payload(p.entry_seq, "policy", policy_payload(pol), f"policy of entry {p.entry_seq}")
     # Packs and every decision.
     n_decisions = 0
-    for head in conn.execute(select(packs).order_by(packs.c.pack_no)):
+    for head in conn.execute(select(packs).where(packs.c.entry_seq > after).order_by(packs.c.pack_no)):
         why, count = _check_pack(conn, head)
         n_decisions += count
         if why:
@@ -614,7 +645,7 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
                                          head.ledger_mark, trace_ids(head)),
                       f"pack {head.pack_no}")
     # Retractions: the rows of each retract entry against its payload.
-    retracted = _retract_entries(conn)
+    retracted = {s: v for s, v in _retract_entries(conn).items() if s > after}
     for seq, (ids, days, reasons) in retracted.items():
         if len(days) != 1 or len(reasons) != 1:
             problems.add(seq, kinds.get(seq, "?"),
@@ -623,13 +654,22 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
         check_payload(seq, "retract", retract_payload(ids, days.pop(), reasons.pop()),
                       f"retraction of entry {seq}")
     # Every entry must have its records (an entry whose rows were deleted).
-    recorded = set(by_entry) | set(retracted) | {r for (r,) in conn.execute(select(batches.c.seq))}
-    recorded |= {r for (r,) in conn.execute(select(policies.c.entry_seq))}
-    recorded |= {r for (r,) in conn.execute(select(packs.c.entry_seq))}
+    recorded = set(by_entry) | set(retracted)
+    recorded |= {r for (r,) in conn.execute(select(batches.c.seq).where(batches.c.seq > after))}
+    recorded |= {r for (r,) in conn.execute(select(policies.c.entry_seq).where(policies.c.entry_seq > after))}
+    recorded |= {r for (r,) in conn.execute(select(packs.c.entry_seq).where(packs.c.entry_seq > after))}
     for e in chain:
         if e.seq not in recorded:
             problems.add(e.seq, e.kind, "the entry's records are missing")
-    head = Head(chain[-1].seq, chain[-1].entry_hash) if chain else Head(0, GENESIS)
+    head = Head(chain[-1].seq, chain[-1].entry_hash) if chain else read_head(conn)
+    # The Merkle tree (proofs and checkpoints): recomputed from the entries, or for
+    # `since` extended from the checkpoint's stored frontier by the new entries.
+    if since is None:
+        tree_problems = tree.check_whole(conn, chain, tree_checkpoint)
+    else:
+        tree_problems = tree.check_since(conn, since, chain)
+    for seq, why in tree_problems:
+        problems.add(seq, kinds.get(seq, "?"), why)
     if checkpoint is not None:
         seq, want = parse_checkpoint(checkpoint)
         have = next((e for e in chain if e.seq == seq), None)
@@ -638,7 +678,13 @@ def verify(conn: Connection, checkpoint: str | None = None) -> VerifyResult:
         elif have.entry_hash != want:
             problems.add(seq, have.kind, "entry hash differs from the checkpoint: history was rewritten")
     first = problems.first()
-    return VerifyResult(first is None, len(chain), head.entry_hash, first, n_decisions)
+    held = since or tree_checkpoint
+    return VerifyResult(
+        first is None, after + len(chain), head.entry_hash, first, n_decisions,
+        checkpoint=None if held is None else tree.checkpoint_json(held),
+        since=None if since is None else since.size,
+        checked=None if since is None else len(chain),
+    )
 
 
 _KIND_GROUP = {"ingest": {"ingest"}, "grant": {"grant"}, "revoke": {"revoke"}, "policy": {"policy"}, "pack": {"pack"}}
@@ -657,6 +703,11 @@ def _retract_entries(conn: Connection) -> dict[int, tuple[list[str], set[str], s
         days.add(day)
         reasons.add(why)
     return out
+
+
+def is_seq_hash(text: str) -> bool:
+    """Whether a --checkpoint value is the `SEQ:HASH` form (else: a checkpoint file)."""
+    return re.fullmatch(r"\s*\d+:[0-9a-f]{64}\s*", text) is not None
 
 
 def parse_checkpoint(text: str) -> tuple[int, str]:

@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, insert, select
 
 from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
-from ledger.core.canonical import canonical_json, digest_presorted, digest_trusted, digest_value
+from ledger.core.canonical import canonical_json, digest_presorted, digest_trusted
+from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
 from ledger.store.chain import read_head, reserve_entry, seal_entry
 from ledger.core.context import Context
 from ledger.core.query import RetrievalRecord
@@ -394,19 +395,8 @@ def context_digests(inputs: Inputs, candidates: list[Candidate], ctx: Context) -
     return ind, pd
 
 
-def pack_entry_payload(
-    pack_no: int, pack_dig: str, in_digest: str, mark: int, trace: Trace | None = None
-) -> str:
-    payload: dict[str, Any] = {
-        "kind": "pack", "pack": pack_no, "pack_digest": pack_dig, "input_digest": in_digest, "ledger_mark": mark
-    }
-    if trace is not None:  # only then, so the entries of packs without one keep their hashes
-        payload["trace"] = {"trace_id": trace[0], "span_id": trace[1]}
-    return digest_value(payload)
-
-
 # An OpenTelemetry trace id (32 hex) and span id (16 hex, or None) a build ran in.
-Trace = tuple[str, str | None]
+Trace = tuple[str, str | None]  # the pack payload's formula is pure: ledger.core.chain
 
 
 def record_pack(

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from ledger.core.canonical import digest_value
+from ledger.core.chain import GENESIS, entry_hash  # the formulas, pure (proofs need them)
 from ledger.store.schema import Entry
+from ledger.store.tree import append_entry
 
-GENESIS = "0" * 64
 KINDS = ("ingest", "grant", "revoke", "policy", "pack", "retract")
 entries = Entry.__table__
 
@@ -29,13 +29,6 @@ class Head:
 
     def checkpoint(self) -> str:
         return f"{self.seq}:{self.entry_hash}"
-
-
-def entry_hash(seq: int, kind: str, payload_digest: str, prev_hash: str) -> str:
-    """The hash of one entry: SHA-256 of the canonical JSON of its four fields."""
-    return digest_value(
-        {"seq": seq, "kind": kind, "payload_digest": payload_digest, "prev_hash": prev_hash}
-    )
 
 
 def read_head(conn: Connection) -> Head:
@@ -86,6 +79,7 @@ def seal_entry(conn: Connection, seq: int, payload_digest: str) -> Head:
         .where(entries.c.seq == seq)
         .values(payload_digest=payload_digest, entry_hash=h)
     )
+    append_entry(conn, seq, h)  # the Merkle tree grows in the same transaction
     return Head(seq, h)
 
 

@@ -9,6 +9,7 @@ SQLite and PostgreSQL, which keeps every digest backend-independent.
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     ForeignKey,
     Index,
@@ -207,3 +208,27 @@ class DocumentFile(Base):
     file_digest: Mapped[str] = mapped_column(DIGEST)
     meta_digest: Mapped[str] = mapped_column(DIGEST)
     chunk_ids: Mapped[str] = mapped_column(Text)
+
+
+# --- Proofs and checkpoints (migration 0008) -------------------------------
+
+
+class LedgerMeta(Base):
+    """Facts about the ledger itself; `ledger_id` names it in checkpoints."""
+
+    __tablename__ = "ledger_meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class MerkleNode(Base):
+    """One complete node of the RFC 9162 tree over the entries (ledger.core.merkle):
+    level 0 holds the leaves; written when an entry is sealed, never changed."""
+
+    __tablename__ = "merkle_nodes"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    level: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    idx: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    hash: Mapped[str] = mapped_column(DIGEST)

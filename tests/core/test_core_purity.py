@@ -178,6 +178,7 @@ LAYERS = {
     "ledger.safeio": 1,
     "ledger.ingest": 2,
     "ledger.store": 2,
+    "ledger.signing": 2,  # Ed25519 for checkpoints: core formats + a key file, no SQL
     "ledger.report": 3,
     # The OpenTelemetry hook is called by the API's builds (it needs only the core),
     # unlike the other integrations, which sit on top of the API.

@@ -37,6 +37,10 @@ def _history(db: str, tmp_path: Path) -> dict[str, object]:
         "decisions": [(p["admitted"], p["evicted"]) for p in (first, second, third)],
         "head": verified["head"],
         "entries": verified["entries"],
+        # The Merkle tree over the entries (its origin, a random ledger id, differs).
+        "tree": {k: v for k, v in ledger_json("checkpoint", db=db).items() if k in ("size", "root")},
+        "proofs": (ledger_json("prove", "2", db=db)["path"],
+                   ledger_json("prove", "--consistency", "3", db=db)["path"]),
     }
 
 

@@ -352,7 +352,8 @@ def test_verify_reports_the_lowest_bad_entry(copy: str) -> None:
 
 def test_checkpoint_catches_truncation_of_the_newest_entries(copy: str, base: dict[str, Any]) -> None:
     tamper(copy, "DELETE FROM decisions WHERE pack_no = 3", "DELETE FROM packs WHERE pack_no = 3",
-           "DELETE FROM entries WHERE seq = 9")
+           "DELETE FROM entries WHERE seq = 9",
+           "DELETE FROM merkle_nodes WHERE level = 0 AND idx = 8")  # entry 9's only node
     # What is left is a consistent shorter ledger: only the checkpoint can tell.
     code, _plain, data = verify(copy)
     assert code == 0 and data["entries"] == 8
@@ -381,6 +382,7 @@ def test_checkpoint_catches_rewritten_history(copy: str, base: dict[str, Any]) -
         ))
         prev = new_hash
     tamper(copy, *rewrite)
+    dbtools.rebuild_merkle_tree(copy)  # and the tree over the entries, as an attacker would
 
     code, _plain, data = verify(copy)
     assert code == 0, data  # consistent in itself

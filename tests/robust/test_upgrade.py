@@ -163,24 +163,33 @@ def test_upgraded_ledger_takes_new_entries(old_db: Path, tmp_path: Path) -> None
 
 def test_backup_includes_what_is_still_in_the_wal(old_db: Path, tmp_path: Path) -> None:
     """Rows committed to the WAL but not yet checkpointed are in the backup."""
-    from ledger.store.engine import make_engine
-    from ledger.api import ingest_files as ingest
-
     holder = sqlite3.connect(old_db)  # while it is open, nothing checkpoints the WAL away
     try:
         holder.execute("SELECT count(*) FROM entries").fetchone()
-        engine = make_engine(sqlite_url(old_db))  # schema 0001 holds the ingest tables as is
+        # A late write in schema 0001's own terms (today's code also writes the
+        # Merkle tree of 0006): a grant entry and its row, committed to the WAL.
+        late = sqlite3.connect(old_db)
         try:
-            ingest(engine, [str(write_generated(tmp_path / "late.jsonl", 7, "late-"))])
+            (prev,) = late.execute("SELECT entry_hash FROM entries WHERE seq = 8").fetchone()
+            late.execute(
+                "INSERT INTO entries (seq, kind, payload_digest, prev_hash, entry_hash,"
+                " recorded_at) VALUES (9, 'grant', ?, ?, ?, '2026-12-01T00:00:00+00:00')",
+                ("1" * 64, prev, "9" * 64),
+            )
+            late.execute(
+                "INSERT INTO grants (entry_seq, subject, permission, action)"
+                " VALUES (9, 'late', 'late-read', 'grant')"
+            )
+            late.commit()
         finally:
-            engine.dispose()
+            late.close()
         wal = Path(str(old_db) + "-wal")
         assert wal.stat().st_size > 0
         main_only = tmp_path / "main-only.db"
         shutil.copyfile(old_db, main_only)  # the main file alone: the new rows are not there
-        assert len(rows(main_only)["chunk_versions"]) == 13
+        assert len(rows(main_only)["entries"]) == 8
         expected = rows(old_db)
-        assert len(expected["chunk_versions"]) == 20
+        assert len(expected["entries"]) == 9
 
         result = run("init", db=old_db, check=True)
     finally:

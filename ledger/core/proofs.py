@@ -1,0 +1,295 @@
+"""Proof documents: what `ledger prove` prints and `ledger proof verify` checks.
+
+Pure: JSON values in, checked values out. A proof is self-contained: an auditor
+verifies it with nothing but the file (and, to bind it to a signed tree, the
+checkpoint and the verifier key), never the database.
+
+Inclusion proof of a pack:
+    {"pack", "entry", "leaf_index", "tree_size", "leaf_hash", "root", "path",
+     "origin", "entry_hash", "entry_fields": {"seq", "kind", "payload_digest",
+     "prev_hash"}, "pack_payload": {"pack", "pack_digest", "input_digest",
+     "ledger_mark"}}
+The last four keys let the verifier recompute the leaf from the pack's own
+digests: pack payload -> the entry's payload digest -> the entry hash -> the leaf
+hash, so the proof says "the pack with this pack digest is entry SEQ of the
+tree with this root", not only "this leaf hash is".
+
+Consistency proof: {"old_size", "new_size", "old_root", "new_root", "path",
+"origin"}.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.core.chain import entry_hash, pack_entry_payload
+from ledger.core.checkpoint import Checkpoint
+from ledger.core.errors import InputError, IntegrityError
+from ledger.core.merkle import entry_leaf, verify_consistency, verify_inclusion
+from ledger.core.results import JSONResult
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _hex(value: object, where: str) -> bytes:
+    if not isinstance(value, str) or not _HEX64.match(value):
+        raise InputError(f"{where} is not a SHA-256 hash in lower-case hex (64 characters)")
+    return bytes.fromhex(value)
+
+
+def _count(value: object, where: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"{where} is not an integer of at least {minimum}")
+    return value
+
+
+def _path(value: object) -> list[bytes]:
+    if not isinstance(value, list):
+        raise InputError("path is not a list of hashes")
+    return [_hex(h, f"path[{i}]") for i, h in enumerate(value)]
+
+
+def _keys(doc: Mapping[str, Any], required: set[str], what: str) -> None:
+    missing = sorted(required - doc.keys())
+    if missing:
+        raise InputError(f"the {what} lacks {', '.join(missing)}")
+
+
+@dataclass(frozen=True, slots=True)
+class InclusionProof:
+    """A pack's entry is leaf `leaf_index` of the tree of `tree_size` with `root`."""
+
+    pack: int | None
+    entry: int
+    tree_size: int
+    leaf_hash: bytes
+    root: bytes
+    path: tuple[bytes, ...]
+    origin: str | None = None
+    entry_hash: str | None = None
+    entry_fields: Mapping[str, Any] | None = None
+    pack_payload: Mapping[str, Any] | None = None
+
+    @property
+    def leaf_index(self) -> int:
+        return self.entry - 1
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "pack": self.pack,
+            "entry": self.entry,
+            "leaf_index": self.leaf_index,
+            "tree_size": self.tree_size,
+            "leaf_hash": self.leaf_hash.hex(),
+            "root": self.root.hex(),
+            "path": [h.hex() for h in self.path],
+        }
+        if self.origin is not None:
+            out["origin"] = self.origin
+        if self.entry_hash is not None:
+            out["entry_hash"] = self.entry_hash
+        if self.entry_fields is not None:
+            out["entry_fields"] = dict(self.entry_fields)
+        if self.pack_payload is not None:
+            out["pack_payload"] = dict(self.pack_payload)
+        return out
+
+    def verify(self) -> None:
+        """Raise IntegrityError unless the path leads from the leaf to the root and,
+        when the proof carries them, the pack's digests lead to the leaf."""
+        if self.entry_hash is not None:
+            if entry_leaf(self.entry_hash) != self.leaf_hash:
+                raise IntegrityError("leaf_hash is not the leaf of entry_hash")
+        if self.entry_fields is not None:
+            f = self.entry_fields
+            if f["seq"] != self.entry:
+                raise IntegrityError("entry_fields.seq is not the proof's entry")
+            if self.entry_hash is None:
+                raise IntegrityError("entry_fields come without entry_hash")
+            computed = entry_hash(f["seq"], f["kind"], f["payload_digest"], f["prev_hash"])
+            if computed != self.entry_hash:
+                raise IntegrityError("entry_hash is not the hash of entry_fields")
+        if self.pack_payload is not None:
+            p = self.pack_payload
+            if self.entry_fields is None or self.entry_fields["kind"] != "pack":
+                raise IntegrityError("pack_payload comes without the fields of a pack entry")
+            if p["pack"] != self.pack:
+                raise IntegrityError("pack_payload.pack is not the proof's pack")
+            t = p.get("trace")
+            trace = None if t is None else (t["trace_id"], t["span_id"])
+            digest = pack_entry_payload(
+                p["pack"], p["pack_digest"], p["input_digest"], p["ledger_mark"], trace
+            )
+            if digest != self.entry_fields["payload_digest"]:
+                raise IntegrityError("the entry's payload digest is not that of pack_payload")
+        verify_inclusion(self.leaf_index, self.tree_size, self.leaf_hash, self.path, self.root)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> InclusionProof:
+        """Parse an inclusion proof document; InputError names what is malformed."""
+        _keys(doc, {"entry", "leaf_index", "tree_size", "leaf_hash", "root", "path"}, "proof")
+        entry = _count(doc["entry"], "entry", 1)
+        index = _count(doc["leaf_index"], "leaf_index")
+        if index != entry - 1:
+            raise InputError("leaf_index must be entry - 1 (leaf i is entry i + 1)")
+        pack = doc.get("pack")
+        if pack is not None:
+            pack = _count(pack, "pack", 1)
+        origin = doc.get("origin")
+        if origin is not None and (not isinstance(origin, str) or not origin):
+            raise InputError("origin is not a non-empty string")
+        ehash = doc.get("entry_hash")
+        if ehash is not None:
+            _hex(ehash, "entry_hash")
+        fields = doc.get("entry_fields")
+        if fields is not None:
+            if not isinstance(fields, dict):
+                raise InputError("entry_fields is not an object")
+            _keys(fields, {"seq", "kind", "payload_digest", "prev_hash"}, "entry_fields")
+            _count(fields["seq"], "entry_fields.seq", 1)
+            if not isinstance(fields["kind"], str):
+                raise InputError("entry_fields.kind is not a string")
+            _hex(fields["payload_digest"], "entry_fields.payload_digest")
+            _hex(fields["prev_hash"], "entry_fields.prev_hash")
+        payload = doc.get("pack_payload")
+        if payload is not None:
+            if not isinstance(payload, dict):
+                raise InputError("pack_payload is not an object")
+            _keys(payload, {"pack", "pack_digest", "input_digest", "ledger_mark"}, "pack_payload")
+            _count(payload["pack"], "pack_payload.pack", 1)
+            _hex(payload["pack_digest"], "pack_payload.pack_digest")
+            _hex(payload["input_digest"], "pack_payload.input_digest")
+            _count(payload["ledger_mark"], "pack_payload.ledger_mark")
+            trace = payload.get("trace")
+            if trace is not None and not (
+                isinstance(trace, dict)
+                and set(trace) == {"trace_id", "span_id"}
+                and isinstance(trace["trace_id"], str)
+                and (trace["span_id"] is None or isinstance(trace["span_id"], str))
+            ):
+                raise InputError("pack_payload.trace is not {trace_id, span_id}")
+        return cls(
+            pack=pack,
+            entry=entry,
+            tree_size=_count(doc["tree_size"], "tree_size", 1),
+            leaf_hash=_hex(doc["leaf_hash"], "leaf_hash"),
+            root=_hex(doc["root"], "root"),
+            path=tuple(_path(doc["path"])),
+            origin=origin,
+            entry_hash=ehash,
+            entry_fields=fields,
+            pack_payload=payload,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsistencyProof:
+    """The tree of `new_size` with `new_root` extends the one of `old_size`."""
+
+    old_size: int
+    new_size: int
+    old_root: bytes
+    new_root: bytes
+    path: tuple[bytes, ...]
+    origin: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "old_size": self.old_size,
+            "new_size": self.new_size,
+            "old_root": self.old_root.hex(),
+            "new_root": self.new_root.hex(),
+            "path": [h.hex() for h in self.path],
+        }
+        if self.origin is not None:
+            out["origin"] = self.origin
+        return out
+
+    def verify(self) -> None:
+        """Raise IntegrityError unless the path proves the new tree extends the old."""
+        verify_consistency(self.old_size, self.new_size, self.old_root, self.new_root, self.path)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ConsistencyProof:
+        """Parse a consistency proof document; InputError names what is malformed."""
+        _keys(doc, {"old_size", "new_size", "old_root", "new_root", "path"}, "proof")
+        origin = doc.get("origin")
+        if origin is not None and (not isinstance(origin, str) or not origin):
+            raise InputError("origin is not a non-empty string")
+        return cls(
+            old_size=_count(doc["old_size"], "old_size"),
+            new_size=_count(doc["new_size"], "new_size"),
+            old_root=_hex(doc["old_root"], "old_root"),
+            new_root=_hex(doc["new_root"], "new_root"),
+            path=tuple(_path(doc["path"])),
+            origin=origin,
+        )
+
+
+def parse_proof(doc: object) -> InclusionProof | ConsistencyProof:
+    """An inclusion or a consistency proof, told apart by their keys."""
+    if not isinstance(doc, dict):
+        raise InputError("a proof is a JSON object")
+    if "leaf_index" in doc or "leaf_hash" in doc:
+        return InclusionProof.from_json(doc)
+    if "old_size" in doc or "new_size" in doc:
+        return ConsistencyProof.from_json(doc)
+    raise InputError("neither an inclusion proof (leaf_index) nor a consistency proof (old_size)")
+
+
+def check_against(proof: InclusionProof | ConsistencyProof, checkpoint: Checkpoint) -> None:
+    """Bind a proof to a checkpoint: same origin (when the proof names one), and the
+    proof's tree (for a consistency proof, its old or its new tree) is the
+    checkpoint's tree.
+
+    The RFC 9162 verifier reads a tree size only for the shape of the path, so
+    only the checkpoint's signed size and root make the size part of the claim.
+    """
+    if proof.origin is not None and proof.origin != checkpoint.origin:
+        raise IntegrityError(
+            f"the proof is for {proof.origin}, the checkpoint for {checkpoint.origin}"
+        )
+    held = (checkpoint.size, checkpoint.root)
+    if isinstance(proof, InclusionProof):
+        trees = [(proof.tree_size, proof.root)]
+    else:
+        # An auditor holds the old checkpoint (is today's tree an extension of the
+        # one I saw?) or the new one (was the one I saw earlier kept?).
+        trees = [(proof.old_size, proof.old_root), (proof.new_size, proof.new_root)]
+    if held not in trees:
+        sizes = " or ".join(str(size) for size, _ in trees)
+        raise IntegrityError(
+            f"the proof's tree (size {sizes}) is not the checkpoint's tree "
+            f"(size {checkpoint.size}, or the same size with another root)"
+        )
+
+
+@dataclass(frozen=True)
+class CheckpointResult(JSONResult):
+    """What `ledger checkpoint --json` prints: origin, size, root (hex), the note
+    text as written (signed or not) and whether it is signed."""
+
+    @property
+    def origin(self) -> str:
+        return str(self.data["origin"])
+
+    @property
+    def size(self) -> int:
+        return int(self.data["size"])
+
+    @property
+    def root(self) -> str:
+        """The root hash, lower-case hex."""
+        return str(self.data["root"])
+
+    @property
+    def note(self) -> str:
+        """The checkpoint file's text: keep it outside the database."""
+        return str(self.data["note"])
+
+    @property
+    def signed(self) -> bool:
+        return bool(self.data["signed"])
