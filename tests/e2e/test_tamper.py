@@ -292,7 +292,13 @@ def _insert_version(batch_seq: int, *, under_a_batch: bool = True):  # type: ign
 
 def _deleted_version(db: str) -> None:
     v = vid(db, "old-refund-policy")
-    tamper(db, ("DELETE FROM decisions WHERE vid = ?", (v,)), ("DELETE FROM chunk_versions WHERE vid = ?", (v,)))
+    # The full-text index row references the version too (PostgreSQL enforces it).
+    tamper(
+        db,
+        ("DELETE FROM decisions WHERE vid = ?", (v,)),
+        ("DELETE FROM chunk_versions WHERE vid = ?", (v,)),
+        bypass_foreign_keys=True,
+    )
 
 
 def _deleted_pack_rows(db: str) -> None:
