@@ -113,5 +113,5 @@ def report_command(
         ids, text = lg.report_chunk(chunk_ref or "", with_content=with_content)
         name = f"chunk-{chunk_ref if _SAFE_NAME.match(chunk_ref or '') else ids[0]}.html"
     path = output if output is not None else name
-    write_private(path, text)
+    write_private(path, text, settings)
     click.echo(f"wrote {os.path.abspath(path)}", err=True)
