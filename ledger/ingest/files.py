@@ -322,7 +322,7 @@ def read_records(
 def validated(where: str, obj: Any) -> ChunkRecord:
     """One chunk object validated for the ledger; an error names `where` and the field."""
     try:
-        return validate_chunk(obj, allow_nul=False)
+        return validate_chunk(obj, allow_nul=False, ledger=True)
     except RecordError as exc:
         field = f"field '{exc.field}': " if exc.field else ""
         raise InputError(f"{where}: {field}{exc.rule}") from None

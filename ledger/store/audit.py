@@ -64,7 +64,7 @@ decisions = Decision.__table__
 packs = Pack.__table__
 grants = Grant.__table__
 policies = PolicyVersion.__table__
-_HEX = re.compile(r"^[0-9a-f]+$")
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 # --------------------------------------------------------------------------
@@ -84,7 +84,7 @@ def resolve_ref(conn: Connection, ref: str) -> list[Any]:
     if rows:
         return rows
     low = ref.lower()
-    if not _HEX.match(low):
+    if not _HEX.fullmatch(low):
         raise NotFoundError(f"no chunk id or digest matches {ref!r}; `ledger chunks` lists them")
     if len(low) < 8:
         # Short hex is also a well-formed chunk id ("cafe"): a REF that matches no

@@ -24,7 +24,7 @@ packs = Pack.__table__
 decisions = Decision.__table__
 entries = Entry.__table__
 versions = ChunkVersion.__table__
-_HEX = re.compile(r"^[0-9a-f]+$")
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 def resolve_pack(conn: Connection, ref: str) -> int:
@@ -36,7 +36,7 @@ def resolve_pack(conn: Connection, ref: str) -> int:
             return n
         if len(ref) < 6:
             raise NotFoundError(f"no pack {n}; `ledger packs` lists them")
-    if len(ref) < 6 or not _HEX.match(ref):
+    if len(ref) < 6 or not _HEX.fullmatch(ref):
         raise InputError(f"PACK {ref!r}: give a pack number or at least 6 hex characters of a pack digest")
     rows = conn.execute(
         select(packs.c.pack_no, packs.c.pack_digest).where(packs.c.pack_digest.like(ref + "%")).limit(11)
