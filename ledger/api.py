@@ -13,7 +13,6 @@ the exit code the command line maps it to.
 
 from __future__ import annotations
 
-import builtins
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -623,12 +622,13 @@ def _check_counter(counter: str) -> None:
 
 def read_batch_lines(path: str) -> list[bytes]:
     """The lines of a `--batch` file (a regular file; see `check_input_file`)."""
+    from ledger.ingest.source import MAX_BATCH_BYTES, MAX_BATCH_LINE_BYTES, read_lines
+
     check_input_file(path)
-    try:
-        with builtins.open(path, "rb") as f:
-            return f.read().splitlines()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    # Through the one safe reader: streamed, each line and the whole file bounded.
+    return read_lines(
+        path, "batch file", line_limit=MAX_BATCH_LINE_BYTES, total_limit=MAX_BATCH_BYTES
+    )
 
 
 def ingest_files(
