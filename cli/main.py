@@ -125,22 +125,39 @@ def cli(ctx: click.Context, db: str) -> None:
 
 
 def database_failure(exc: BaseException) -> str | None:
-    """The one-line reason of a database failure (disk full, I/O error, lost server).
+    """The one-line message of a database failure, or None for any other exception.
 
-    SQLAlchemy wraps the driver's OperationalError; this checks the class by name
-    so that the database-free commands never import SQLAlchemy. Only the driver's
-    own message is used: SQLAlchemy's text also shows the statement's parameters,
-    which may hold chunk bodies. Any other exception returns None (a bug keeps its
-    traceback).
+    Every SQLAlchemy `DBAPIError` (a full disk, an I/O error, a lost server, a
+    read-only database, a missing privilege, a constraint the database enforces)
+    is a failure of the database, not a bug. The class is checked by name so that
+    the database-free commands never import SQLAlchemy. Only the driver's primary
+    message is used: SQLAlchemy's text shows the statement's parameters and
+    PostgreSQL's DETAIL may show a failing row, and either may hold chunk bodies.
+    The advice fits the cause (a read-only database is not a full disk).
     """
     if not any(
-        cls.__name__ == "OperationalError" and cls.__module__ == "sqlalchemy.exc"
+        cls.__name__ == "DBAPIError" and cls.__module__ == "sqlalchemy.exc"
         for cls in type(exc).__mro__
     ):
         return None
     orig = getattr(exc, "orig", None)
-    reason = " ".join(str(orig).split()) if orig is not None else ""
-    return reason or type(exc).__name__
+    diag = getattr(orig, "diag", None)
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    text = primary if isinstance(primary, str) and primary else (str(orig) if orig else "")
+    # The first line only: DETAIL and CONTEXT lines may quote a row.
+    reason = " ".join(text.splitlines()[0].split()) if text.strip() else type(exc).__name__
+    low = reason.lower()
+    if "read-only" in low or "readonly" in low or "read only" in low or "hot standby" in low:
+        advice = "the database is read-only for this connection; run it where the ledger may be written"
+    elif "permission denied" in low or "privilege" in low or "must be owner" in low:
+        advice = "the database user lacks a privilege; grant it, or connect as the ledger's owner"
+    elif any(w in low for w in ("disk", "full", "no space", "i/o", "disk i/o")):
+        advice = "free disk space or fix the database, then run it again"
+    elif "already exists" in low:
+        advice = "the schema is not what this ledger made; run `ledger verify`, or use a new database"
+    else:
+        advice = "fix the database or the connection, then run it again"
+    return f"the database failed: {reason}; nothing was recorded by this command ({advice})"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -163,17 +180,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.close()
         sys.exit(0)
     except Exception as exc:
-        # A full disk, an I/O error or a lost database server is not a bug: one
-        # line, exit 1. The command's transaction was rolled back (or never
+        # A full disk, an I/O error, a lost server, a read-only database or a
+        # missing privilege is not a bug: one line, exit 1. The command's transaction was rolled back (or never
         # committed), so nothing it would have recorded is in the ledger.
-        reason = database_failure(exc)
-        if reason is None:
+        message = database_failure(exc)
+        if message is None:
             raise
-        click.echo(
-            f"error: the database failed: {reason}; nothing was recorded by this command "
-            "(free disk space or fix the database, then run it again)",
-            err=True,
-        )
+        click.echo(f"error: {message}", err=True)
         sys.exit(EXIT_INVALID)
     sys.exit(0)
 

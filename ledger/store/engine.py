@@ -76,6 +76,9 @@ def sqlite_path(url: str) -> str | None:
         return None
     if parsed.database == ":memory:":
         return None
+    if parsed.query.get("uri") == "true" and parsed.database.startswith("file:"):
+        # SQLite's URI form (`sqlite:///file:/path/ledger.db?mode=ro&uri=true`).
+        return parsed.database[len("file:"):] or None
     return parsed.database
 
 
