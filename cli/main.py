@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from ledger.core.errors import EXIT_INVALID, EXIT_USAGE, LedgerError
+from ledger.core.errors import EXIT_INTEGRITY, EXIT_INVALID, EXIT_USAGE, LedgerError
 
 # name -> "module:attribute". Modules are imported only when their command runs
 # (or when help lists them), so a database-free command never loads SQLAlchemy.
@@ -141,6 +141,12 @@ def database_failure(exc: BaseException) -> str | None:
     ):
         return None
     orig = getattr(exc, "orig", None)
+    if "Could not decode to UTF-8" in str(orig):
+        # sqlite3 quotes the undecodable text, a chunk body, in its message.
+        return (
+            "a stored text is not valid UTF-8: the database was altered; "
+            "run `ledger verify` to name the entry"
+        )
     diag = getattr(orig, "diag", None)
     primary = getattr(diag, "message_primary", None) if diag is not None else None
     text = primary if isinstance(primary, str) and primary else (str(orig) if orig else "")
@@ -187,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         if message is None:
             raise
         click.echo(f"error: {message}", err=True)
-        sys.exit(EXIT_INVALID)
+        sys.exit(EXIT_INTEGRITY if "database was altered" in message else EXIT_INVALID)
     sys.exit(0)
 
 

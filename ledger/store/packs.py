@@ -158,13 +158,57 @@ def decision_rows(conn: Connection, pack_no: int, vids: Iterable[int] | None = N
         query = query.where(d.c.vid.in_(list(vids)))
     # Plain tuples from the driver, named once: packs hold up to 100,000s of rows,
     # and SQLAlchemy's per-row processing would double the cost of verify and show.
-    return [DecisionRow._make(t) for t in fetch_tuples(conn, query)]
+    rows = fetch_tuples(conn, query)
+    if conn.dialect.name == "sqlite" and not _typed_decisions(rows):
+        raise IntegrityError(
+            f"pack {pack_no}: a decision has a field of the wrong type; "
+            "the database was altered: run `ledger verify`"
+        )
+    return [DecisionRow._make(t) for t in rows]
 
 
-def pack_header(conn: Connection, pack_no: int) -> Any:
+def _typed_decisions(rows: list[tuple[Any, ...]]) -> bool:
+    """SQLite keeps any type in any column: the integers a reader computes with
+    (status, tokens, position, remaining, estimated tokens, priority) are checked."""
+    return all(
+        type(t[1]) is int
+        and type(t[2]) is int
+        and (t[3] is None or type(t[3]) is int)
+        and (t[4] is None or type(t[4]) is int)
+        and type(t[19]) is int
+        and type(t[11]) is int
+        for t in rows
+    )
+
+
+_PACK_INTS = ("pack_no", "entry_seq", "ledger_mark", "budget", "used", "candidate_count")
+_PACK_TEXTS = ("as_of", "subject", "counter", "selector_version", "scope", "grants", "policy",
+               "input_digest", "pack_digest")
+
+
+def bad_pack_types(head: Any) -> str | None:
+    """The first field of a pack row whose type is not what the ledger writes."""
+    for name in _PACK_INTS:
+        if type(getattr(head, name)) is not int:
+            return f"its {name} is not an integer"
+    for name in _PACK_TEXTS:
+        if not isinstance(getattr(head, name), str):
+            return f"its {name} is not text"
+    return None
+
+
+def pack_header(conn: Connection, pack_no: int, *, checked: bool = True) -> Any:
+    """A pack's row; with `checked`, a field of the wrong type (only a changed
+    SQLite file can hold one) is one line, exit 4, not a crash further on."""
     row = conn.execute(select(packs).where(packs.c.pack_no == pack_no)).first()
     if row is None:
         raise NotFoundError(f"no pack {pack_no}; `ledger packs` lists them")
+    if checked:
+        bad = bad_pack_types(row)
+        if bad is not None:
+            raise IntegrityError(
+                f"pack {pack_no}: {bad}; the database was altered: run `ledger verify`"
+            )
     return row
 
 
@@ -277,7 +321,13 @@ def export_manifest(conn: Connection, pack_no: int, with_content: bool) -> dict[
             priority=r.priority,
         )
         if with_content:
-            item["content"] = contents[item["record_digest"]]
+            body = contents[item["record_digest"]]
+            if not isinstance(body, str):
+                raise IntegrityError(
+                    f"pack {pack_no}: the body of {item['id']}@{item['source_version']} is not "
+                    "stored as text; the database was altered: run `ledger verify`"
+                )
+            item["content"] = body
     return data
 
 
