@@ -126,11 +126,11 @@ def export_command(lg: Ledger, pack: str, fmt: str, with_content: bool, output: 
     if output is None:
         click.echo(text, nl=False)
         return
-    write_private(output, text, settings)
+    write_private(output, text, lg)
     click.echo(f"wrote {os.path.abspath(output)}", err=True)
 
 
-def write_private(path: str, text: str, settings: Settings) -> None:
+def write_private(path: str, text: str, lg: Ledger) -> None:
     """Write a file readable by its owner only, replacing it atomically.
 
     Refused (exit 1): the ledger's own database or its -wal/-shm/-journal files
@@ -142,5 +142,5 @@ def write_private(path: str, text: str, settings: Settings) -> None:
     from ledger import safeio
     from ledger.store.engine import sqlite_path
 
-    protected = safeio.database_files(sqlite_path(settings.url))
+    protected = safeio.database_files(sqlite_path(lg.url))
     safeio.write_output(Path(path), text.encode("utf-8"), protected=protected)
