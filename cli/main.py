@@ -9,7 +9,10 @@ exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
+import io
 import importlib.util
 import sys
 from typing import Any
@@ -166,10 +169,48 @@ def database_failure(exc: BaseException) -> str | None:
     return f"the database failed: {reason}; nothing was recorded by this command ({advice})"
 
 
+# What a command recorded before it printed (`pack 3 (entry 9)`): if printing
+# then fails (a full device, a closed stdout), the user learns that the record
+# exists, so a retry does not record it twice.
+RECORDED: list[str] = []
+
+
+class _ClosedStdout(io.TextIOBase):
+    """Standard output when the process started with it closed: writing fails
+    (a command whose output goes nowhere must not report success)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def _stdout_failure(exc: BaseException) -> bool:
+    """An OSError raised while writing to standard output (click.echo to stdout)."""
+    if not isinstance(exc, OSError) or isinstance(exc, BrokenPipeError):
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "echo" and frame.f_globals.get("__name__") == "click.utils":
+            return not frame.f_locals.get("err")
+        tb = tb.tb_next
+    return isinstance(sys.stdout, _ClosedStdout)
+
+
+def _flush_stdout() -> None:
+    if sys.stdout is not None and not sys.stdout.closed:
+        sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the group and map errors to exit codes in one place."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
     try:
         cli.main(args=argv, prog_name="ledger", standalone_mode=False)
+        _flush_stdout()
     except LedgerError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -185,6 +226,22 @@ def main(argv: list[str] | None = None) -> None:
         # `ledger chunks | head`: the reader left; that is not an error of ours.
         sys.stderr.close()
         sys.exit(0)
+    except OSError as exc:
+        if not _stdout_failure(exc):
+            raise
+        reason = exc.strerror or str(exc)
+        # Nothing more goes to stdout (a flush at exit would fail again).
+        with contextlib.suppress(Exception):
+            sys.stdout = _ClosedStdout()
+        if RECORDED:
+            click.echo(
+                f"warning: {', '.join(RECORDED)} recorded, but printing failed: "
+                f"cannot write to standard output ({reason}); `ledger show` prints it",
+                err=True,
+            )
+            sys.exit(0)
+        click.echo(f"error: cannot write to standard output ({reason})", err=True)
+        sys.exit(EXIT_INVALID)
     except Exception as exc:
         # A full disk, an I/O error, a lost server, a read-only database or a
         # missing privilege is not a bug: one line, exit 1. The command's transaction was rolled back (or never

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, func, select
 
 from ledger.core.reasons import REASON_CODES, REASON_NAMES, SECTIONS
 from ledger.store.engine import fetch_tuples
-from ledger.core.errors import InputError, IntegrityError, NotFoundError
+from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
 from ledger.store.schema import ChunkVersion, Decision, Entry, Pack, Retraction
 
 packs = Pack.__table__
@@ -27,17 +27,46 @@ versions = ChunkVersion.__table__
 _HEX = re.compile(r"[0-9a-f]+")
 
 
+# The largest pack number each backend's INTEGER column can hold: a larger
+# number names no pack (exit 3), instead of overflowing the driver.
+MAX_PACK_NUMBER = {"sqlite": 2**63 - 1, "postgresql": 2**31 - 1}
+
+
+class PackRefError(InputError):
+    """A PACK argument that is neither a number nor a digest prefix (a usage error)."""
+
+    exit_code = EXIT_USAGE
+
+
+def parse_pack_number(ref: str, dialect: str) -> int | None:
+    """The one parser of PACK numbers: ASCII digits only (`²` is no number),
+    range-checked for the backend. None: not a number; 0: out of range."""
+    text = ref.strip()
+    if not (text and text.isascii() and text.isdigit()):
+        return None
+    if len(text) > 19:  # beyond every backend's range (and int()'s digit limit)
+        return 0
+    n = int(text)
+    return n if 1 <= n <= MAX_PACK_NUMBER.get(dialect, 2**31 - 1) else 0
+
+
 def resolve_pack(conn: Connection, ref: str) -> int:
-    """PACK: a pack number, or a unique prefix (6+ hex characters) of a pack digest."""
+    """PACK: a pack number, or a unique prefix (6+ hex characters) of a pack digest.
+
+    A number out of the backend's range names no pack (NotFoundError, exit 3);
+    text that is neither is a usage error (exit 2)."""
     ref = ref.strip().lower()
-    if ref.isdigit():
-        n = int(ref)
-        if conn.execute(select(packs.c.pack_no).where(packs.c.pack_no == n)).first():
+    n = parse_pack_number(ref, conn.dialect.name)
+    if n is not None:
+        if n and conn.execute(select(packs.c.pack_no).where(packs.c.pack_no == n)).first():
             return n
         if len(ref) < 6:
-            raise NotFoundError(f"no pack {n}; `ledger packs` lists them")
+            raise NotFoundError(f"no pack {int(ref) if n else ref}; `ledger packs` lists them")
     if len(ref) < 6 or not _HEX.fullmatch(ref):
-        raise InputError(f"PACK {ref!r}: give a pack number or at least 6 hex characters of a pack digest")
+        raise PackRefError(
+            f"PACK {ref!r}: give a pack number (ASCII digits) or at least 6 hex characters "
+            "of a pack digest"
+        )
     rows = conn.execute(
         select(packs.c.pack_no, packs.c.pack_digest).where(packs.c.pack_digest.like(ref + "%")).limit(11)
     ).all()
