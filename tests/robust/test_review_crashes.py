@@ -110,7 +110,7 @@ def test_pack_numbers_out_of_range_name_no_pack(ledger_db: str, backend: str, te
         one_line(run(*args, db=ledger_db), 3)
 
 
-@pytest.mark.parametrize("text", ["²", "１", "٣", "-1", "0", "1e3", "+1", "1_000"])
+@pytest.mark.parametrize("text", ["²", "１", "٣", "0", "1e3", "+1", "1_000"])
 @pytest.mark.parametrize("template", PACK_COMMANDS[:4], ids=lambda t: t[0])
 def test_pack_arguments_that_are_not_numbers(seeded: Path, template: tuple[str, ...], text: str) -> None:
     """`show ²` gave a ValueError (`isdigit()` is true for `²`)."""
