@@ -140,7 +140,6 @@ def write_private(path: str, text: str, lg: Ledger) -> None:
     from pathlib import Path
 
     from ledger import safeio
-    from ledger.store.engine import sqlite_path
 
-    protected = safeio.database_files(sqlite_path(lg.url))
+    protected = safeio.database_files(lg.database_file)
     safeio.write_output(Path(path), text.encode("utf-8"), protected=protected)

@@ -115,6 +115,11 @@ class Ledger:
 
     # -- lifetime -----------------------------------------------------------
 
+    @property
+    def database_file(self) -> str | None:
+        """The SQLite file of this ledger (None on a server): what no output may alias."""
+        return engine.sqlite_path(self.url)
+
     def close(self) -> None:
         """Release the database connections (the object cannot be used after)."""
         self._engine.dispose()
