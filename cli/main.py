@@ -206,6 +206,7 @@ def _flush_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the group and map errors to exit codes in one place."""
+    RECORDED.clear()  # one run per process, but main() may be called in-process
     if sys.stdout is None:
         sys.stdout = _ClosedStdout()
     try:
