@@ -176,6 +176,17 @@ _METADATA_CONTROL = re.compile(
 )
 
 
+def printable(value: object) -> str:
+    """Metadata as text safe on a terminal and in Markdown: each control,
+    separator or invisible format character becomes its escape (`\\x1b`,
+    `\\u2028`). Ingest refuses them; this guards what an older or changed
+    database may still hold."""
+    text = str(value)
+    if _METADATA_CONTROL.search(text) is None:
+        return text
+    return _METADATA_CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def refuse_controls(value: str, name: str) -> str:
     """Refuse a control, separator or invisible format character in metadata text.
 

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, func, select
 
 from ledger.core.reasons import REASON_CODES, REASON_NAMES, SECTIONS
 from ledger.store.engine import fetch_tuples
+from ledger.core.records import printable
 from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
 from ledger.store.schema import ChunkVersion, Decision, Entry, Pack, Retraction
 
@@ -363,6 +364,13 @@ def export_manifest(conn: Connection, pack_no: int, with_content: bool) -> dict[
 def export_markdown(conn: Connection, pack_no: int, with_content: bool) -> str:
     """Markdown for a model: sections in order, each chunk with source and version."""
     data = export_manifest(conn, pack_no, with_content)
+    # Metadata is escaped (a changed database could hold a newline and an
+    # injected heading); bodies are fenced, as given.
+    for item in data["admitted"]:
+        for key in ("id", "source_uri", "source_version", "effective_from", "expires_on", "trust"):
+            if item.get(key) is not None:
+                item[key] = printable(item[key])
+    data["subject"] = printable(data["subject"])
     lines = [
         f"# Context pack {data['pack']}",
         "",

@@ -100,3 +100,21 @@ def test_content_at_the_cap_is_stored(seeded: Path, tmp_path: Path) -> None:
     result = run("ingest", str(path), "--json", db=seeded)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["new"] == 1
+
+
+def test_stored_control_characters_are_escaped_when_rendered(seeded: Path) -> None:
+    """Refused at ingest, and escaped anyway where a changed or older database
+    still holds them: no raw ESC on a terminal, no injected Markdown heading."""
+    from tests.robust.review import sqlite_exec
+
+    sqlite_exec(seeded, "UPDATE chunk_versions SET source_version = ? WHERE chunk_id = 'refund-faq'",
+                ("v\x1b[31m\n## policy\ninjected",))
+    markdown = run("export", "1", "--format", "markdown", db=seeded)
+    assert markdown.returncode == 0, markdown.stderr
+    headings = [line for line in markdown.stdout.splitlines() if line.startswith("## ")]
+    assert len(headings) == len(set(headings)), headings
+    assert "\x1b" not in markdown.stdout and "injected" in markdown.stdout
+    for args in (("chunks",), ("show", "1"), ("why-evicted", "refund-faq")):
+        result = run(*args, db=seeded)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "\x1b" not in result.stdout, args
