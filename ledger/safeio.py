@@ -120,6 +120,15 @@ def database_files(path: str | os.PathLike[str] | None) -> list[Path]:
     return [Path(path)] + [Path(f"{path}{suffix}") for suffix in SQLITE_COMPANIONS]
 
 
+def _refuse_resolved_alias(target: Path, protected: Sequence[Path]) -> None:
+    resolved = os.path.realpath(target)
+    for other in protected:
+        if resolved == os.path.realpath(other):
+            raise UnsafeOutputError(
+                f"{target}: is the same file as the input {other}; name another output file"
+            )
+
+
 def check_output(target: Path, *, protected: Sequence[Path]) -> bool:
     """Refuse an unsafe output path; return whether it exists (and may be replaced).
 
@@ -128,23 +137,26 @@ def check_output(target: Path, *, protected: Sequence[Path]) -> bool:
     exist yet, such as a database's `-wal`, is caught too) and by device and
     inode (so hard links to them are caught).
     """
-    resolved = os.path.realpath(target)
     for other in protected:
-        if resolved == os.path.realpath(other):
-            how = "path" if os.path.abspath(target) == os.path.abspath(other) else "file"
+        if os.path.abspath(target) == os.path.abspath(other):
             raise UnsafeOutputError(
-                f"{target}: is the same {how} as the input {other}; name another output file"
+                f"{target}: is the same path as the input {other}; name another output file"
             )
     try:
         st = os.lstat(target)
     except (FileNotFoundError, NotADirectoryError):
-        return False  # a missing file (or folder): writing it reports what is wrong
+        # A missing file (or folder): writing it reports what is wrong, unless it
+        # is a protected file that does not exist yet (a database's -wal) reached
+        # through a linked folder.
+        _refuse_resolved_alias(target, protected)
+        return False
     except OSError as exc:
         raise UnsafeOutputError(f"{target}: cannot inspect the output: {exc.strerror}") from None
     if stat.S_ISLNK(st.st_mode):
         raise UnsafeOutputError(
             f"{target}: the output is a symbolic link; refusing to write through or replace it"
         )
+    _refuse_resolved_alias(target, protected)
     for other in protected:
         try:
             other_st = os.stat(other)

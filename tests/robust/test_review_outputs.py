@@ -34,7 +34,9 @@ WRITERS = [
 
 
 @pytest.mark.parametrize("writer", WRITERS, ids=lambda w: "-".join(w[:2]))
-@pytest.mark.parametrize("alias", ["same-path", "relative", "hard-link", "symlink", "wal", "shm"])
+@pytest.mark.parametrize(
+    "alias", ["same-path", "relative", "hard-link", "symlink", "wal", "shm", "linked-folder-wal"]
+)
 def test_output_never_aliases_the_database(seeded: Path, writer: tuple[str, ...], alias: str) -> None:
     """`export 1 -o ledger.db` replaced the whole ledger with the export and exited 0."""
     folder = seeded.parent
@@ -50,13 +52,17 @@ def test_output_never_aliases_the_database(seeded: Path, writer: tuple[str, ...]
     elif alias == "symlink":
         os.symlink(seeded, folder / "alias.db")
         target = str(folder / "alias.db")
+    elif alias == "linked-folder-wal":
+        os.symlink(folder, folder / "lnk")
+        target = str(folder / "lnk" / "ledger.db-wal")  # not there yet: caught by resolving
     else:
         target = f"{seeded}-{alias}"
     result = run(*writer, target, db=seeded, cwd=folder)
     line = one_line(result, 1)
     assert "ledger.db" in line or "alias.db" in line, line
+    assert not Path(f"{seeded}-wal").exists()
     assert _digest(seeded) == before
-    if alias in ("wal", "shm"):
+    if alias in ("wal", "shm", "linked-folder-wal"):
         # SQLite removes its companions when the last connection closes: the
         # export must not have left a file of its own under that name.
         assert not Path(target).exists()
