@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import importlib
-import io
 import importlib.util
+import io
 import sys
 from typing import Any
 
@@ -157,13 +157,18 @@ def database_failure(exc: BaseException) -> str | None:
     reason = " ".join(text.splitlines()[0].split()) if text.strip() else type(exc).__name__
     low = reason.lower()
     if "read-only" in low or "readonly" in low or "read only" in low or "hot standby" in low:
-        advice = "the database is read-only for this connection; run it where the ledger may be written"
+        advice = (
+            "the database is read-only for this connection; "
+            "run it where the ledger may be written"
+        )
     elif "permission denied" in low or "privilege" in low or "must be owner" in low:
         advice = "the database user lacks a privilege; grant it, or connect as the ledger's owner"
     elif any(w in low for w in ("disk", "full", "no space", "i/o", "disk i/o")):
         advice = "free disk space or fix the database, then run it again"
     elif "already exists" in low:
-        advice = "the schema is not what this ledger made; run `ledger verify`, or use a new database"
+        advice = (
+            "the schema is not what this ledger made; run `ledger verify`, or use a new database"
+        )
     else:
         advice = "fix the database or the connection, then run it again"
     return f"the database failed: {reason}; nothing was recorded by this command ({advice})"
@@ -245,8 +250,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_INVALID)
     except Exception as exc:
         # A full disk, an I/O error, a lost server, a read-only database or a
-        # missing privilege is not a bug: one line, exit 1. The command's transaction was rolled back (or never
-        # committed), so nothing it would have recorded is in the ledger.
+        # missing privilege is not a bug: one line, exit 1. The command's
+        # transaction was rolled back (or never committed), so nothing it would
+        # have recorded is in the ledger.
         message = database_failure(exc)
         if message is None:
             raise

@@ -198,8 +198,9 @@ def refuse_controls(value: str, name: str) -> str:
         code = ord(found.group())
         if code == 0:
             raise RecordError(name, "must not contain a NUL character (U+0000)")
+        where = found.start() + 1
         raise RecordError(
-            name, f"must not contain a control character (U+{code:04X} at position {found.start() + 1})"
+            name, f"must not contain a control character (U+{code:04X} at position {where})"
         )
     return value
 

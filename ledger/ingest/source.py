@@ -118,9 +118,7 @@ def iter_lines(
         yield lineno, raw
 
 
-def read_lines(
-    path: str, what: str, *, line_limit: int, total_limit: int
-) -> list[bytes]:
+def read_lines(path: str, what: str, *, line_limit: int, total_limit: int) -> list[bytes]:
     """Every line of a small regular file (without line endings), bounded twice."""
     lines: list[bytes] = []
     total = 0

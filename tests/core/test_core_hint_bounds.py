@@ -52,17 +52,21 @@ def _lines(fn: Callable[[], Any]) -> tuple[Any, int]:
     return result, count
 
 
-def test_budget_hint_work_grows_linearly(cand: Callable[..., Candidate],
-                                         request_for: Callable[..., Request]) -> None:
+def test_budget_hint_work_grows_linearly(
+    cand: Callable[..., Candidate], request_for: Callable[..., Request]
+) -> None:
     work = {}
     for n in (100, 400):
         pool, target = _ladder(cand, n)
         request = request_for(budget=5)
-        hint, lines = _lines(lambda: admission_hint(pool, request, target.record_digest))
+        hint, lines = _lines(
+            lambda p=pool, r=request, t=target: admission_hint(p, r, t.record_digest)
+        )
         assert hint.admits
         budget = hint.steps[-1]["budget"]
         assert select(pool, dataclasses.replace(request, budget=budget)).admitted(
-            target.record_digest)
+            target.record_digest
+        )
         work[n] = lines
     # Four times the candidates: at most about four times the work (a quadratic
     # search does sixteen times).

@@ -22,10 +22,20 @@ from tests.robust.review import no_traceback, one_line, seeded, seeded_base
 __all__ = ["seeded", "seeded_base"]
 
 PRINTING = [
-    ("packs",), ("show", "1"), ("show", "1", "--json"), ("chunks",), ("verify",),
-    ("verify", "--json"), ("export", "1"), ("export", "1", "--format", "markdown"),
-    ("why-evicted", "shipping-note"), ("diff", "1", "2"), ("replay", "1"), ("head",),
-    ("subject", "show", "default"), ("policy", "show"),
+    ("packs",),
+    ("show", "1"),
+    ("show", "1", "--json"),
+    ("chunks",),
+    ("verify",),
+    ("verify", "--json"),
+    ("export", "1"),
+    ("export", "1", "--format", "markdown"),
+    ("why-evicted", "shipping-note"),
+    ("diff", "1", "2"),
+    ("replay", "1"),
+    ("head",),
+    ("subject", "show", "default"),
+    ("policy", "show"),
 ]
 
 
@@ -51,8 +61,11 @@ def test_stdout_on_a_full_device_is_one_line(seeded: Path, args: tuple[str, ...]
     assert len(lines) == 1 and lines[0].startswith("error: cannot write to standard output"), lines
 
 
-@pytest.mark.parametrize("args", [("export", "1"), ("verify", "--json"), ("show", "1", "--json"),
-                                  ("packs", "--json")], ids=lambda a: "-".join(a))
+@pytest.mark.parametrize(
+    "args",
+    [("export", "1"), ("verify", "--json"), ("show", "1", "--json"), ("packs", "--json")],
+    ids=lambda a: "-".join(a),
+)
 def test_a_closed_stdout_fails(seeded: Path, args: tuple[str, ...]) -> None:
     """With stdout closed, `export` and `verify --json` wrote nothing and exited 0."""
     result = _closed(args, seeded)
@@ -63,7 +76,9 @@ def test_a_closed_stdout_fails(seeded: Path, args: tuple[str, ...]) -> None:
 
 @pytest.mark.parametrize("how", ["full", "closed"])
 @pytest.mark.parametrize("json_flag", [(), ("--json",)], ids=["text", "json"])
-def test_build_says_its_pack_was_recorded(seeded: Path, how: str, json_flag: tuple[str, ...]) -> None:
+def test_build_says_its_pack_was_recorded(
+    seeded: Path, how: str, json_flag: tuple[str, ...]
+) -> None:
     """`build >/dev/full` exited 1 although the pack was committed: a retry
     recorded it twice."""
     before = pack_numbers(sqlite_url(seeded))
@@ -79,8 +94,10 @@ def test_build_says_its_pack_was_recorded(seeded: Path, how: str, json_flag: tup
 
 def test_build_batch_says_its_packs_were_recorded(seeded: Path, tmp_path: Path) -> None:
     batch = tmp_path / "b.jsonl"
-    batch.write_text('{"subject": "default", "as_of": "2026-07-21"}\n'
-                     '{"subject": "default", "as_of": "2026-07-22"}\n')
+    batch.write_text(
+        '{"subject": "default", "as_of": "2026-07-21"}\n'
+        '{"subject": "default", "as_of": "2026-07-22"}\n'
+    )
     before = pack_numbers(sqlite_url(seeded))
     result = _to_full(("build", "--batch", str(batch)), seeded)
     no_traceback(result)
@@ -90,8 +107,13 @@ def test_build_batch_says_its_packs_were_recorded(seeded: Path, tmp_path: Path) 
 
 
 PACK_COMMANDS = [
-    ("show", "{}"), ("replay", "{}"), ("diff", "1", "{}"), ("why-evicted", "refund-faq", "--pack", "{}"),
-    ("report", "{}"), ("export", "{}"), ("report", "--diff", "{}", "1"),
+    ("show", "{}"),
+    ("replay", "{}"),
+    ("diff", "1", "{}"),
+    ("why-evicted", "refund-faq", "--pack", "{}"),
+    ("report", "{}"),
+    ("export", "{}"),
+    ("report", "--diff", "{}", "1"),
 ]
 
 
@@ -101,8 +123,12 @@ def ledger_db(db_url: str) -> str:
     return db_url
 
 
-@pytest.mark.parametrize("template", PACK_COMMANDS, ids=lambda t: t[0] + ("-" + t[1] if t[1].startswith("-") else ""))
-def test_pack_numbers_out_of_range_name_no_pack(ledger_db: str, backend: str, template: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "template", PACK_COMMANDS, ids=lambda t: t[0] + ("-" + t[1] if t[1].startswith("-") else "")
+)
+def test_pack_numbers_out_of_range_name_no_pack(
+    ledger_db: str, backend: str, template: tuple[str, ...]
+) -> None:
     """A pack number >= 2^63 (on PostgreSQL >= 2^31) crashed with a traceback."""
     edge = 2**63 if backend == "sqlite" else 2**31
     for number in (edge, edge + 7, 10**30, 2**64):
@@ -112,7 +138,9 @@ def test_pack_numbers_out_of_range_name_no_pack(ledger_db: str, backend: str, te
 
 @pytest.mark.parametrize("text", ["²", "１", "٣", "0", "1e3", "+1", "1_000"])
 @pytest.mark.parametrize("template", PACK_COMMANDS[:4], ids=lambda t: t[0])
-def test_pack_arguments_that_are_not_numbers(seeded: Path, template: tuple[str, ...], text: str) -> None:
+def test_pack_arguments_that_are_not_numbers(
+    seeded: Path, template: tuple[str, ...], text: str
+) -> None:
     """`show ²` gave a ValueError (`isdigit()` is true for `²`)."""
     args = tuple(a.replace("{}", text) for a in template)
     result = run(*args, db=seeded)

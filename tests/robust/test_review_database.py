@@ -76,7 +76,9 @@ def _journal_mode(path: Path) -> str:
 
 
 @pytest.mark.parametrize("command", [("verify",), ("packs",), ("chunks",), ("head",)])
-def test_a_foreign_sqlite_file_is_refused_untouched(tmp_path: Path, command: tuple[str, ...]) -> None:
+def test_a_foreign_sqlite_file_is_refused_untouched(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
     """`verify` on another application's file refused it, but had already switched
     its journal mode to WAL."""
     path = tmp_path / "other.db"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, chunk, write_jsonl
-from tests.robust.helpers import run, state, sqlite_url
+from tests.robust.helpers import run, sqlite_url, state
 from tests.robust.review import one_line, seeded, seeded_base
 
 __all__ = ["seeded", "seeded_base"]
@@ -88,7 +88,9 @@ def test_content_may_hold_control_characters(seeded: Path, tmp_path: Path) -> No
 
 def test_content_cap_applies_to_the_stored_text(seeded: Path, tmp_path: Path) -> None:
     """`'x' + 5,000,000 spaces` was stored: the cap was checked on the stripped text."""
-    path = write_jsonl(tmp_path / "wide.jsonl", [chunk(id="wide-note", content="x" + " " * 5_000_000)])
+    path = write_jsonl(
+        tmp_path / "wide.jsonl", [chunk(id="wide-note", content="x" + " " * 5_000_000)]
+    )
     before = state(sqlite_url(seeded))
     line = one_line(run("ingest", str(path), db=seeded), 1)
     assert "content" in line and "1000000" in line.replace(",", ""), line
@@ -96,7 +98,9 @@ def test_content_cap_applies_to_the_stored_text(seeded: Path, tmp_path: Path) ->
 
 
 def test_content_at_the_cap_is_stored(seeded: Path, tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "full.jsonl", [chunk(id="full-note", content="y" * 999_999 + " ")])
+    path = write_jsonl(
+        tmp_path / "full.jsonl", [chunk(id="full-note", content="y" * 999_999 + " ")]
+    )
     result = run("ingest", str(path), "--json", db=seeded)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["new"] == 1
@@ -107,8 +111,11 @@ def test_stored_control_characters_are_escaped_when_rendered(seeded: Path) -> No
     still holds them: no raw ESC on a terminal, no injected Markdown heading."""
     from tests.robust.review import sqlite_exec
 
-    sqlite_exec(seeded, "UPDATE chunk_versions SET source_version = ? WHERE chunk_id = 'refund-faq'",
-                ("v\x1b[31m\n## policy\ninjected",))
+    sqlite_exec(
+        seeded,
+        "UPDATE chunk_versions SET source_version = ? WHERE chunk_id = 'refund-faq'",
+        ("v\x1b[31m\n## policy\ninjected",),
+    )
     markdown = run("export", "1", "--format", "markdown", db=seeded)
     assert markdown.returncode == 0, markdown.stderr
     headings = [line for line in markdown.stdout.splitlines() if line.startswith("## ")]

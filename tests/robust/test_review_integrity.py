@@ -53,12 +53,19 @@ def _not_crashing(db: Path, *args: str) -> None:
 def test_invalid_utf8_in_a_body_is_tampering_named_by_entry(seeded: Path) -> None:
     """One invalid byte made verify and why-evicted print the whole body
     (`Could not decode to UTF-8 column 'content' with text '...'`), exit 1."""
-    sqlite_exec(seeded, "UPDATE chunk_versions SET content = CAST(CAST(content AS BLOB) || X'FF' "
-                        "AS TEXT) WHERE chunk_id = 'secret-note'")
+    sqlite_exec(
+        seeded,
+        "UPDATE chunk_versions SET content = CAST(CAST(content AS BLOB) || X'FF' "
+        "AS TEXT) WHERE chunk_id = 'secret-note'",
+    )
     data = assert_verify_names(seeded, 5)
     assert "secret-note" in data["first_bad"]["why"] and "UTF-8" in data["first_bad"]["why"]
-    for args in (("verify",), ("why-evicted", "secret-note"), ("export", "2", "--with-content"),
-                 ("why-evicted", "secret-note", "--hints", "none")):
+    for args in (
+        ("verify",),
+        ("why-evicted", "secret-note"),
+        ("export", "2", "--with-content"),
+        ("why-evicted", "secret-note", "--hints", "none"),
+    ):
         result = run(*args, db=seeded)
         no_traceback(result)
         assert BODY_MARKER not in result.stdout + result.stderr, args
@@ -66,32 +73,55 @@ def test_invalid_utf8_in_a_body_is_tampering_named_by_entry(seeded: Path) -> Non
 
 
 TYPE_TAMPERING = [
-    ("grants.action = 'foo'", "UPDATE grants SET action = 'foo' WHERE entry_seq = 2 AND "
-                              "permission = 'public-read'", 2),
+    (
+        "grants.action = 'foo'",
+        "UPDATE grants SET action = 'foo' WHERE entry_seq = 2 AND permission = 'public-read'",
+        2,
+    ),
     ("packs.budget text", "UPDATE packs SET budget = 'abc' WHERE pack_no = 1", 4),
-    ("decisions.tokens text", "UPDATE decisions SET tokens = 'x' WHERE pack_no = 1 AND "
-                              "vid = (SELECT min(vid) FROM decisions WHERE pack_no = 1)", 4),
-    ("decisions.position text", "UPDATE decisions SET position = 'x' WHERE pack_no = 1 AND "
-                                "status = 0 AND position = 0", 4),
-    ("BLOB body", "UPDATE chunk_versions SET content = CAST(content AS BLOB) WHERE "
-                  "chunk_id = 'secret-note'", 5),
+    (
+        "decisions.tokens text",
+        "UPDATE decisions SET tokens = 'x' WHERE pack_no = 1 AND "
+        "vid = (SELECT min(vid) FROM decisions WHERE pack_no = 1)",
+        4,
+    ),
+    (
+        "decisions.position text",
+        "UPDATE decisions SET position = 'x' WHERE pack_no = 1 AND status = 0 AND position = 0",
+        4,
+    ),
+    (
+        "BLOB body",
+        "UPDATE chunk_versions SET content = CAST(content AS BLOB) WHERE chunk_id = 'secret-note'",
+        5,
+    ),
     ("packs.ledger_mark text", "UPDATE packs SET ledger_mark = 'three' WHERE pack_no = 1", 4),
     # (SQLite's INTEGER affinity turns '50' or 162.0 back into integers: not tampering.)
-    ("priority text", "UPDATE chunk_versions SET priority = 'fifty' WHERE chunk_id = 'refund-faq'",
-     1),
+    (
+        "priority text",
+        "UPDATE chunk_versions SET priority = 'fifty' WHERE chunk_id = 'refund-faq'",
+        1,
+    ),
 ]
 
 
-@pytest.mark.parametrize("sql, seq", [(s, q) for _, s, q in TYPE_TAMPERING],
-                         ids=[n for n, _, _ in TYPE_TAMPERING])
+@pytest.mark.parametrize(
+    "sql, seq", [(s, q) for _, s, q in TYPE_TAMPERING], ids=[n for n, _, _ in TYPE_TAMPERING]
+)
 def test_type_tampering_is_named_and_nothing_crashes(seeded: Path, sql: str, seq: int) -> None:
     """verify crashed (exit 1, traceback) instead of naming the entry; show,
     build and export crashed too."""
     sqlite_exec(seeded, sql)
     assert_verify_names(seeded, seq)
-    for args in (("show", "1"), ("show", "1", "--json"), ("export", "1", "--with-content"),
-                 ("export", "1", "--format", "markdown"), ("packs",), ("replay", "1"),
-                 ("why-evicted", "refund-faq")):
+    for args in (
+        ("show", "1"),
+        ("show", "1", "--json"),
+        ("export", "1", "--with-content"),
+        ("export", "1", "--format", "markdown"),
+        ("packs",),
+        ("replay", "1"),
+        ("why-evicted", "refund-faq"),
+    ):
         _not_crashing(seeded, *args)
     result = run("build", "--as-of", "2026-07-21", db=seeded)
     no_traceback(result)
@@ -100,8 +130,10 @@ def test_type_tampering_is_named_and_nothing_crashes(seeded: Path, sql: str, seq
 
 def test_two_alembic_version_rows_are_one_line(seeded: Path) -> None:
     """`init` gave an Alembic traceback."""
-    sqlite_exec(seeded, "INSERT INTO alembic_version (version_num) SELECT version_num || 'x' "
-                        "FROM alembic_version")
+    sqlite_exec(
+        seeded,
+        "INSERT INTO alembic_version (version_num) SELECT version_num || 'x' FROM alembic_version",
+    )
     for args in (("init",), ("packs",), ("verify",)):
         line = one_line(run(*args, db=seeded), 1)
         assert "alembic_version" in line, line
@@ -113,20 +145,30 @@ def test_two_alembic_version_rows_are_one_line(seeded: Path) -> None:
 
 COVERAGE = [
     ("selector_version", "UPDATE packs SET selector_version = 'forged-9' WHERE pack_no = 1", 4),
-    ("policy snapshot extra key",
-     "UPDATE packs SET policy = substr(policy, 1, length(policy) - 1) || ',\"zz\":1}' "
-     "WHERE pack_no = 1", 4),
-    ("grants snapshot reordered/spaced",
-     "UPDATE packs SET grants = replace(grants, ',', ', ') WHERE pack_no = 1", 4),
+    (
+        "policy snapshot extra key",
+        "UPDATE packs SET policy = substr(policy, 1, length(policy) - 1) || ',\"zz\":1}' "
+        "WHERE pack_no = 1",
+        4,
+    ),
+    (
+        "grants snapshot reordered/spaced",
+        "UPDATE packs SET grants = replace(grants, ',', ', ') WHERE pack_no = 1",
+        4,
+    ),
     ("batches.sources not a list", "UPDATE batches SET sources = '{}' WHERE seq = 1", 1),
     ("batches.new_count", "UPDATE batches SET new_count = new_count + 1 WHERE seq = 1", 1),
-    ("policies extra", "UPDATE policies SET allowed_trust = replace(allowed_trust, ',', ', ') "
-                       "WHERE entry_seq = 3", 3),
+    (
+        "policies extra",
+        "UPDATE policies SET allowed_trust = replace(allowed_trust, ',', ', ') WHERE entry_seq = 3",
+        3,
+    ),
 ]
 
 
-@pytest.mark.parametrize("sql, seq", [(s, q) for _, s, q in COVERAGE],
-                         ids=[n for n, _, _ in COVERAGE])
+@pytest.mark.parametrize(
+    "sql, seq", [(s, q) for _, s, q in COVERAGE], ids=[n for n, _, _ in COVERAGE]
+)
 def test_verify_covers_what_show_displays(seeded: Path, sql: str, seq: int) -> None:
     """Forged values showed in `show --json` while verify said ok."""
     sqlite_exec(seeded, sql)
@@ -137,17 +179,17 @@ def test_verify_covers_what_show_displays(seeded: Path, sql: str, seq: int) -> N
 # of every table must make `verify` fail when it is changed.
 UNHASHED = {
     ("entries", "recorded_at"): "wall-clock time for people; not hashed so that the same "
-                                "inputs give the same chain on every backend (README)",
+    "inputs give the same chain on every backend (README)",
     ("grants", "id"): "row identity only: the rows of one entry are a set of permissions, "
-                      "covered by the entry's payload digest whatever their ids",
+    "covered by the entry's payload digest whatever their ids",
     ("token_counts", "tokens"): "a cache of counts; a pack's decisions (covered) hold the "
-                                "counts it used, and replay recounts",
+    "counts it used, and replay recounts",
     ("token_counts", "counter"): "the cache key; see tokens",
     ("token_counts", "vid"): "the cache key; see tokens",
     ("alembic_version", "version_num"): "the schema revision, checked when the ledger opens",
     ("batches", "sources"): "the file names an ingest read, for people: the ingest entry's "
-                            "payload (SPEC) covers its counts and records, not names; verify "
-                            "checks it is a JSON list of names",
+    "payload (SPEC) covers its counts and records, not names; verify "
+    "checks it is a JSON list of names",
 }
 
 
@@ -157,8 +199,11 @@ FORMAT_CHECKED = {("alembic_version", "version_num"), ("batches", "sources")}
 
 def _columns(db: Path) -> list[tuple[str, str]]:
     out = []
-    for (table,) in sqlite_rows(db, "SELECT name FROM sqlite_master WHERE type = 'table' "
-                                    "AND name NOT LIKE 'sqlite_%' ORDER BY name"):
+    for (table,) in sqlite_rows(
+        db,
+        "SELECT name FROM sqlite_master WHERE type = 'table' "
+        "AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    ):
         for row in sqlite_rows(db, f'PRAGMA table_info("{table}")'):
             out.append((table, row[1]))
     return out
@@ -179,22 +224,29 @@ def _changed(value: Any) -> Any:
 def _tamper(db: Path, table: str, column: str) -> None:
     con = sqlite3.connect(db)
     try:
-        row = con.execute(
-            f'SELECT rowid, "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL '
-            f"ORDER BY rowid LIMIT 1"
-        ).fetchone() if table != "decisions" else con.execute(
-            f'SELECT pack_no, vid, "{column}" FROM decisions WHERE "{column}" IS NOT NULL '
-            "ORDER BY pack_no, vid LIMIT 1"
-        ).fetchone()
+        row = (
+            con.execute(
+                f'SELECT rowid, "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL '
+                f"ORDER BY rowid LIMIT 1"
+            ).fetchone()
+            if table != "decisions"
+            else con.execute(
+                f'SELECT pack_no, vid, "{column}" FROM decisions WHERE "{column}" IS NOT NULL '
+                "ORDER BY pack_no, vid LIMIT 1"
+            ).fetchone()
+        )
         if row is None:
             row = con.execute(f'SELECT rowid, NULL FROM "{table}" LIMIT 1').fetchone()
             assert row is not None, f"{table} has no rows to tamper with"
         if table == "decisions":
-            con.execute(f'UPDATE decisions SET "{column}" = ? WHERE pack_no = ? AND vid = ?',
-                        (_changed(row[2]), row[0], row[1]))
+            con.execute(
+                f'UPDATE decisions SET "{column}" = ? WHERE pack_no = ? AND vid = ?',
+                (_changed(row[2]), row[0], row[1]),
+            )
         else:
-            con.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?',
-                        (_changed(row[1]), row[0]))
+            con.execute(
+                f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?', (_changed(row[1]), row[0])
+            )
         con.commit()
     finally:
         con.close()
@@ -250,8 +302,11 @@ def test_every_column_is_covered_by_a_digest_or_listed(seeded_base: Path, tmp_pa
 def test_replay_recomputes_the_digests_it_uses(seeded: Path) -> None:
     """After a content byte changed behind the ledger's back, `replay 1` said
     "pack 1 reproduces exactly" (verify did catch it)."""
-    sqlite_exec(seeded, "UPDATE chunk_versions SET content = 'X' || substr(content, 2) "
-                        "WHERE chunk_id = 'refund-faq'")
+    sqlite_exec(
+        seeded,
+        "UPDATE chunk_versions SET content = 'X' || substr(content, 2) "
+        "WHERE chunk_id = 'refund-faq'",
+    )
     result = run("replay", "1", db=seeded)
     no_traceback(result)
     assert result.returncode == 4, (result.stdout, result.stderr)
@@ -260,8 +315,9 @@ def test_replay_recomputes_the_digests_it_uses(seeded: Path) -> None:
 
 
 def test_replay_catches_a_changed_field(seeded: Path) -> None:
-    sqlite_exec(seeded, "UPDATE chunk_versions SET priority = priority + 1 "
-                        "WHERE chunk_id = 'refund-faq'")
+    sqlite_exec(
+        seeded, "UPDATE chunk_versions SET priority = priority + 1 WHERE chunk_id = 'refund-faq'"
+    )
     result = run("replay", "1", db=seeded)
     no_traceback(result)
     assert result.returncode == 4, result.stdout

@@ -37,7 +37,9 @@ WRITERS = [
 @pytest.mark.parametrize(
     "alias", ["same-path", "relative", "hard-link", "symlink", "wal", "shm", "linked-folder-wal"]
 )
-def test_output_never_aliases_the_database(seeded: Path, writer: tuple[str, ...], alias: str) -> None:
+def test_output_never_aliases_the_database(
+    seeded: Path, writer: tuple[str, ...], alias: str
+) -> None:
     """`export 1 -o ledger.db` replaced the whole ledger with the export and exited 0."""
     folder = seeded.parent
     before = _digest(seeded)
@@ -70,7 +72,9 @@ def test_output_never_aliases_the_database(seeded: Path, writer: tuple[str, ...]
 
 
 @pytest.mark.parametrize("writer", WRITERS[:3], ids=lambda w: "-".join(w[:2]))
-def test_output_that_is_a_fifo_is_refused_not_replaced(seeded: Path, writer: tuple[str, ...]) -> None:
+def test_output_that_is_a_fifo_is_refused_not_replaced(
+    seeded: Path, writer: tuple[str, ...]
+) -> None:
     """As root, `report 1 -o /dev/null` replaced /dev/null with a regular file: a
     non-regular output (here a named pipe, which any user can make) is refused."""
     fifo = seeded.parent / "pipe"

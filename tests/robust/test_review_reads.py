@@ -60,8 +60,9 @@ def test_build_batch_reads_only_a_regular_file(seeded: Path, tmp_path: Path, sou
 
 def test_build_batch_refuses_a_sparse_giant(seeded: Path, tmp_path: Path) -> None:
     path = _sparse(tmp_path / "batch.jsonl", 8 << 30)
-    result = run("build", "--batch", str(path), db=seeded, timeout=TIMEOUT,
-                 preexec_fn=limited_memory())
+    result = run(
+        "build", "--batch", str(path), db=seeded, timeout=TIMEOUT, preexec_fn=limited_memory()
+    )
     line = one_line(result, 1)
     assert "batch.jsonl" in line and ("longer than" in line or "larger than" in line), line
 
@@ -75,8 +76,10 @@ def test_build_batch_missing_file_is_an_error_line(seeded: Path, tmp_path: Path)
 
 def test_build_batch_still_builds(seeded: Path, tmp_path: Path) -> None:
     path = tmp_path / "batch.jsonl"
-    path.write_bytes(b'{"subject": "default", "as_of": "2026-07-21"}\r\n'
-                     b'{"subject": "default", "as_of": "2026-07-22", "budget": 100}\n')
+    path.write_bytes(
+        b'{"subject": "default", "as_of": "2026-07-21"}\r\n'
+        b'{"subject": "default", "as_of": "2026-07-22", "budget": 100}\n'
+    )
     result = run("build", "--batch", str(path), "--json", db=seeded)
     assert result.returncode == 0, result.stderr
     assert '"failed": []' in result.stdout

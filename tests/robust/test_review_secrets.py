@@ -46,7 +46,9 @@ def pg_ledger(pg_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
     folder = tmp_path_factory.mktemp("pgsecret")
     run("ingest", str(write_jsonl(folder / "s.jsonl", [SECRET_CHUNK])), db=url, check=True)
     name = url.rsplit("/", 1)[1]
-    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as c:
+    with psycopg.connect(
+        url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
+    ) as c:
         c.execute("DROP ROLE IF EXISTS reader_only")  # a cluster-wide name; one per run
         c.execute("CREATE ROLE reader_only LOGIN")
         c.execute(f'GRANT CONNECT ON DATABASE "{name}" TO reader_only')
@@ -68,8 +70,12 @@ def _read_only_tx(url: str) -> str:
 @pytest.mark.parametrize("how", ["read-only-transaction", "read-only-role"])
 @pytest.mark.parametrize(
     "command",
-    [("ingest",), ("subject", "grant", "default", "legal-read"), ("build", "--as-of", "2026-07-21"),
-     ("policy", "set", "--budget", "100")],
+    [
+        ("ingest",),
+        ("subject", "grant", "default", "legal-read"),
+        ("build", "--as-of", "2026-07-21"),
+        ("policy", "set", "--budget", "100"),
+    ],
     ids=lambda c: c[0],
 )
 def test_postgresql_errors_are_one_line_without_parameters(
@@ -115,17 +121,36 @@ def test_existing_tables_without_a_schema_revision(seeded: Path) -> None:
 # Every error path of the ledger, on a ledger that holds BODY_MARKER: none may
 # print a body (the new record's nor a stored one), nor a traceback.
 def _error_paths(tmp_path: Path, db: Path) -> list[tuple[tuple[str, ...], str | Path]]:
-    changed = write_jsonl(tmp_path / "changed.jsonl", [
-        {**json.loads(json.dumps(chunk())), "id": "secret-note", "source_uri": "doc://secret",
-         "dedupe_key": "secret-note", "estimated_tokens": 5, "priority": 10,
-         "content": BODY + " (changed)"}])
+    changed = write_jsonl(
+        tmp_path / "changed.jsonl",
+        [
+            {
+                **json.loads(json.dumps(chunk())),
+                "id": "secret-note",
+                "source_uri": "doc://secret",
+                "dedupe_key": "secret-note",
+                "estimated_tokens": 5,
+                "priority": 10,
+                "content": BODY + " (changed)",
+            }
+        ],
+    )
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(chunk(id="bad-note", content=BODY, priority=101)) + "\n")
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"id": "x", "content": "' + BODY + '", \n')
-    required = write_jsonl(tmp_path / "req.jsonl", [chunk(
-        id="req-note", content=BODY, required=True, required_permission="nobody-has-it",
-        dedupe_key="req-note")])
+    required = write_jsonl(
+        tmp_path / "req.jsonl",
+        [
+            chunk(
+                id="req-note",
+                content=BODY,
+                required=True,
+                required_permission="nobody-has-it",
+                dedupe_key="req-note",
+            )
+        ],
+    )
     run("ingest", str(required), db=db, check=True)
     ro = f"sqlite:///file:{db}?mode=ro&uri=true"
     return [
