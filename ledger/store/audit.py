@@ -805,10 +805,10 @@ def _bad_rows(conn: Connection, condition: Any, only: set[int] | None = None) ->
     # `verify` stops at the first bad version: the generator is closed then, and
     # `with` closes the streaming (PostgreSQL: server-side) cursor with it.
     with result:
-        yield from _bad_rows(result)
+        yield from _bad_in(result, only)
 
 
-def _bad_rows(result: Any) -> Iterator[str]:
+def _bad_in(result: Any, only: set[int] | None) -> Iterator[str]:
     for row in result:
         if only is not None and row.vid not in only:
             continue
