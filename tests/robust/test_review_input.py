@@ -47,7 +47,7 @@ def test_no_pattern_validates_input_with_match_and_dollar() -> None:
     for path in sorted((ROOT / "ledger").rglob("*.py")) + sorted((ROOT / "cli").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         for n, line in enumerate(text.splitlines(), start=1):
-            if re.search(r"""re\.compile\(r?["'][^"']*\$["']""", line):
+            if re.search(r"""re\.compile\(r?["']\^[^"']*\$["']""", line):
                 offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
             if re.search(r"""re\.match\(r?["'][^"']*\$""", line):
                 offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
