@@ -115,12 +115,16 @@ def build_command(
 
 
 def _print_pack(pack: Any, as_json: bool) -> None:
+    from ledger_cli.main import RECORDED
     from ledger_cli.packs_cmd import render_pack
 
+    data = pack.to_json()
+    RECORDED.append(f"pack {data['pack']} (entry {data['entry']}) was")
+
     if as_json:
-        echo_json(pack.to_json())
+        echo_json(data)
     else:
-        click.echo(render_pack(pack.to_json()))
+        click.echo(render_pack(data))
 
 
 def _build_transcript(
@@ -155,6 +159,12 @@ def _run_batch(lg: Ledger, path: str, counter: str, keep_going: bool, as_json: b
             )
     else:
         result = lg.build_batch(path, counter=counter, keep_going=keep_going, lines=lines)
+    if result.packs:
+        from ledger_cli.main import RECORDED
+
+        numbers = [p["pack"] for p in result.packs]
+        RECORDED.append(f"packs {numbers[0]}-{numbers[-1]} were" if len(numbers) > 1
+                        else f"pack {numbers[0]} was")
     for failure in result.failed:
         click.echo(f"error: {failure['line']}: {failure['error']}", err=True)
     if as_json:

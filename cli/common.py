@@ -48,7 +48,11 @@ def byte_progress(
 
 
 def render_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    """A plain aligned text table."""
+    """A plain aligned text table; cells escaped for the terminal (`printable`)."""
+    from ledger.core.records import printable
+
+    header = tuple(printable(h) for h in header)
+    rows = [tuple(printable(c) for c in r) for r in rows]
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))

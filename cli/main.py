@@ -9,14 +9,17 @@ exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
 import importlib.util
+import io
 import sys
 from typing import Any
 
 import click
 
-from ledger.core.errors import EXIT_INVALID, EXIT_USAGE, LedgerError
+from ledger.core.errors import EXIT_INTEGRITY, EXIT_INVALID, EXIT_USAGE, LedgerError
 
 # name -> "module:attribute". Modules are imported only when their command runs
 # (or when help lists them), so a database-free command never loads SQLAlchemy.
@@ -125,28 +128,95 @@ def cli(ctx: click.Context, db: str) -> None:
 
 
 def database_failure(exc: BaseException) -> str | None:
-    """The one-line reason of a database failure (disk full, I/O error, lost server).
+    """The one-line message of a database failure, or None for any other exception.
 
-    SQLAlchemy wraps the driver's OperationalError; this checks the class by name
-    so that the database-free commands never import SQLAlchemy. Only the driver's
-    own message is used: SQLAlchemy's text also shows the statement's parameters,
-    which may hold chunk bodies. Any other exception returns None (a bug keeps its
-    traceback).
+    Every SQLAlchemy `DBAPIError` (a full disk, an I/O error, a lost server, a
+    read-only database, a missing privilege, a constraint the database enforces)
+    is a failure of the database, not a bug. The class is checked by name so that
+    the database-free commands never import SQLAlchemy. Only the driver's primary
+    message is used: SQLAlchemy's text shows the statement's parameters and
+    PostgreSQL's DETAIL may show a failing row, and either may hold chunk bodies.
+    The advice fits the cause (a read-only database is not a full disk).
     """
     if not any(
-        cls.__name__ == "OperationalError" and cls.__module__ == "sqlalchemy.exc"
+        cls.__name__ == "DBAPIError" and cls.__module__ == "sqlalchemy.exc"
         for cls in type(exc).__mro__
     ):
         return None
     orig = getattr(exc, "orig", None)
-    reason = " ".join(str(orig).split()) if orig is not None else ""
-    return reason or type(exc).__name__
+    if "Could not decode to UTF-8" in str(orig):
+        # sqlite3 quotes the undecodable text, a chunk body, in its message.
+        return (
+            "a stored text is not valid UTF-8: the database was altered; "
+            "run `ledger verify` to name the entry"
+        )
+    diag = getattr(orig, "diag", None)
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    text = primary if isinstance(primary, str) and primary else (str(orig) if orig else "")
+    # The first line only: DETAIL and CONTEXT lines may quote a row.
+    reason = " ".join(text.splitlines()[0].split()) if text.strip() else type(exc).__name__
+    low = reason.lower()
+    if "read-only" in low or "readonly" in low or "read only" in low or "hot standby" in low:
+        advice = (
+            "the database is read-only for this connection; "
+            "run it where the ledger may be written"
+        )
+    elif "permission denied" in low or "privilege" in low or "must be owner" in low:
+        advice = "the database user lacks a privilege; grant it, or connect as the ledger's owner"
+    elif any(w in low for w in ("disk", "full", "no space", "i/o", "disk i/o")):
+        advice = "free disk space or fix the database, then run it again"
+    elif "already exists" in low:
+        advice = (
+            "the schema is not what this ledger made; run `ledger verify`, or use a new database"
+        )
+    else:
+        advice = "fix the database or the connection, then run it again"
+    return f"the database failed: {reason}; nothing was recorded by this command ({advice})"
+
+
+# What a command recorded before it printed (`pack 3 (entry 9)`): if printing
+# then fails (a full device, a closed stdout), the user learns that the record
+# exists, so a retry does not record it twice.
+RECORDED: list[str] = []
+
+
+class _ClosedStdout(io.TextIOBase):
+    """Standard output when the process started with it closed: writing fails
+    (a command whose output goes nowhere must not report success)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def _stdout_failure(exc: BaseException) -> bool:
+    """An OSError raised while writing to standard output (click.echo to stdout)."""
+    if not isinstance(exc, OSError) or isinstance(exc, BrokenPipeError):
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "echo" and frame.f_globals.get("__name__") == "click.utils":
+            return not frame.f_locals.get("err")
+        tb = tb.tb_next
+    return isinstance(sys.stdout, _ClosedStdout)
+
+
+def _flush_stdout() -> None:
+    if sys.stdout is not None and not sys.stdout.closed:
+        sys.stdout.flush()
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the group and map errors to exit codes in one place."""
+    RECORDED.clear()  # one run per process, but main() may be called in-process
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
     try:
         cli.main(args=argv, prog_name="ledger", standalone_mode=False)
+        _flush_stdout()
     except LedgerError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -162,19 +232,32 @@ def main(argv: list[str] | None = None) -> None:
         # `ledger chunks | head`: the reader left; that is not an error of ours.
         sys.stderr.close()
         sys.exit(0)
-    except Exception as exc:
-        # A full disk, an I/O error or a lost database server is not a bug: one
-        # line, exit 1. The command's transaction was rolled back (or never
-        # committed), so nothing it would have recorded is in the ledger.
-        reason = database_failure(exc)
-        if reason is None:
+    except OSError as exc:
+        if not _stdout_failure(exc):
             raise
-        click.echo(
-            f"error: the database failed: {reason}; nothing was recorded by this command "
-            "(free disk space or fix the database, then run it again)",
-            err=True,
-        )
+        reason = exc.strerror or str(exc)
+        # Nothing more goes to stdout (a flush at exit would fail again).
+        with contextlib.suppress(Exception):
+            sys.stdout = _ClosedStdout()
+        if RECORDED:
+            click.echo(
+                f"warning: {', '.join(RECORDED)} recorded, but printing failed: "
+                f"cannot write to standard output ({reason}); `ledger show` prints it",
+                err=True,
+            )
+            sys.exit(0)
+        click.echo(f"error: cannot write to standard output ({reason})", err=True)
         sys.exit(EXIT_INVALID)
+    except Exception as exc:
+        # A full disk, an I/O error, a lost server, a read-only database or a
+        # missing privilege is not a bug: one line, exit 1. The command's
+        # transaction was rolled back (or never committed), so nothing it would
+        # have recorded is in the ledger.
+        message = database_failure(exc)
+        if message is None:
+            raise
+        click.echo(f"error: {message}", err=True)
+        sys.exit(EXIT_INTEGRITY if "database was altered" in message else EXIT_INVALID)
     sys.exit(0)
 
 

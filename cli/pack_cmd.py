@@ -52,19 +52,28 @@ def _read_fixture(path: Path) -> tuple[bytes, int]:
         raise InputError(f"cannot read fixture {path}: {exc.strerror or exc}") from None
 
 
-def _write_pack(path: Path, text: str, fixture_mode: int = 0o666) -> Path:
+def _write_pack(
+    path: Path, text: str, fixture_mode: int = 0o666, protected: tuple[Path, ...] = ()
+) -> Path:
     """Write atomically (a temporary file renamed over the target): all or nothing.
 
     The file gets the mode a plain open() would give it (as the reference's
     does), but never more group or other permission than the fixture it was
-    made from: the pack holds the fixture's chunk bodies.
+    made from: the pack holds the fixture's chunk bodies. Refused: a symbolic
+    link (even a dangling one), an existing file that is not a regular file or
+    has other hard links, and the fixture itself (`protected`).
     """
     import tempfile  # only when a pack is written: keeps `ledger pack` start-up small
 
-    target = path.resolve()
-    if target.is_dir():
+    from ledger import safeio
+
+    # Not resolved: a symbolic link (dangling or not) is refused rather than
+    # written through, and its target's folders are never created.
+    target = Path(os.path.abspath(path))
+    if target.is_dir() and not target.is_symlink():
         raise InputError(f"cannot write the JSON pack: {target} is a directory")
     try:
+        safeio.check_output(target, protected=list(protected))
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         try:
@@ -98,6 +107,8 @@ def _write_pack(path: Path, text: str, fixture_mode: int = 0o666) -> Path:
     default=None,
     metavar="PATH",
     help="Also write the pack as JSON (UTF-8, indent 2, keys sorted); parents are created. "
+    "A PATH that is a symbolic link (even a dangling one), not a regular file, or the "
+    "fixture itself is refused. "
     "The file gets the mode a plain open() gives (umask), but no more group or other "
     "permission than the fixture has: it holds the fixture's chunk bodies.",
 )
@@ -124,7 +135,7 @@ def pack_command(fixture: str | None, json_pack: str | None) -> None:
         lines = list(result.lines)
         if json_pack is not None:
             text = json.dumps(result.pack, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
-            written = _write_pack(Path(json_pack), text, fixture_mode)
+            written = _write_pack(Path(json_pack), text, fixture_mode, (path,))
             lines.append(f"wrote {written}")
     except LedgerError as exc:
         click.echo(f"context pack error: {exc}", err=True)

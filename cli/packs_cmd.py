@@ -126,23 +126,20 @@ def export_command(lg: Ledger, pack: str, fmt: str, with_content: bool, output: 
     if output is None:
         click.echo(text, nl=False)
         return
-    write_private(output, text)
+    write_private(output, text, lg)
     click.echo(f"wrote {os.path.abspath(output)}", err=True)
 
 
-def write_private(path: str, text: str) -> None:
-    """Write a file readable by its owner only, replacing it atomically."""
-    from ledger.core.errors import InputError
+def write_private(path: str, text: str, lg: Ledger) -> None:
+    """Write a file readable by its owner only, replacing it atomically.
 
-    if os.path.islink(path):
-        raise InputError(f"{path}: is a symbolic link; name a regular file")
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
+    Refused (exit 1): the ledger's own database or its -wal/-shm/-journal files
+    (by path after resolving, or by inode), a symbolic or hard link, anything that
+    is not a regular file (a device, a named pipe, a directory).
+    """
+    from pathlib import Path
+
+    from ledger import safeio
+
+    protected = safeio.database_files(lg.database_file)
+    safeio.write_output(Path(path), text.encode("utf-8"), protected=protected)

@@ -13,7 +13,7 @@ from ledger_cli.common import pass_ledger
 if TYPE_CHECKING:
     from ledger.api import Ledger
 
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,79}$")
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,79}")
 
 
 @click.command("report")
@@ -111,7 +111,7 @@ def report_command(
         name = f"diff-{a}-{b}.html"
     else:
         ids, text = lg.report_chunk(chunk_ref or "", with_content=with_content)
-        name = f"chunk-{chunk_ref if _SAFE_NAME.match(chunk_ref or '') else ids[0]}.html"
+        name = f"chunk-{chunk_ref if _SAFE_NAME.fullmatch(chunk_ref or '') else ids[0]}.html"
     path = output if output is not None else name
-    write_private(path, text)
+    write_private(path, text, lg)
     click.echo(f"wrote {os.path.abspath(path)}", err=True)

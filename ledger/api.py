@@ -13,7 +13,6 @@ the exit code the command line maps it to.
 
 from __future__ import annotations
 
-import builtins
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -115,6 +114,11 @@ class Ledger:
         self._engine = eng
 
     # -- lifetime -----------------------------------------------------------
+
+    @property
+    def database_file(self) -> str | None:
+        """The SQLite file of this ledger (None on a server): what no output may alias."""
+        return engine.sqlite_path(self.url)
 
     def close(self) -> None:
         """Release the database connections (the object cannot be used after)."""
@@ -623,12 +627,13 @@ def _check_counter(counter: str) -> None:
 
 def read_batch_lines(path: str) -> list[bytes]:
     """The lines of a `--batch` file (a regular file; see `check_input_file`)."""
+    from ledger.ingest.source import MAX_BATCH_BYTES, MAX_BATCH_LINE_BYTES, read_lines
+
     check_input_file(path)
-    try:
-        with builtins.open(path, "rb") as f:
-            return f.read().splitlines()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    # Through the one safe reader: streamed, each line and the whole file bounded.
+    return read_lines(
+        path, "batch file", line_limit=MAX_BATCH_LINE_BYTES, total_limit=MAX_BATCH_BYTES
+    )
 
 
 def ingest_files(

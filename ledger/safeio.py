@@ -4,8 +4,10 @@ The rules (transcript annotate/export follow them):
 
 - inputs are opened read-only (`read_input`), never for writing;
 - an output that is a symbolic link, a hard-linked file (more than one link), not
-  a regular file, or the same file as a protected input (same path or same inode)
-  is refused; so is an output directory that is a symbolic link;
+  a regular file, or the same file as a protected input (same path after
+  resolving, or same device and inode) is refused; so is an output directory that
+  is a symbolic link. A SQLite database is protected with its `-wal`, `-shm` and
+  `-journal` companions (`database_files`), which need not exist yet;
 - an existing output is replaced only after the user types `OVERWRITE` at a
   terminal (stdin and stdout both TTYs); without a terminal it is refused, and
   there is no force flag;
@@ -19,6 +21,7 @@ The rules (transcript annotate/export follow them):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -105,18 +108,47 @@ def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+# The files SQLite keeps beside a database: writing over one corrupts the ledger.
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def database_files(path: str | os.PathLike[str] | None) -> list[Path]:
+    """A SQLite database file and its companions (`-wal`, `-shm`, `-journal`):
+    what no output may alias. None (a server database) protects nothing."""
+    if path is None:
+        return []
+    return [Path(path)] + [Path(f"{path}{suffix}") for suffix in SQLITE_COMPANIONS]
+
+
+def _refuse_resolved_alias(target: Path, protected: Sequence[Path]) -> None:
+    resolved = os.path.realpath(target)
+    for other in protected:
+        if resolved == os.path.realpath(other):
+            raise UnsafeOutputError(
+                f"{target}: is the same file as the input {other}; name another output file"
+            )
+
+
 def check_output(target: Path, *, protected: Sequence[Path]) -> bool:
     """Refuse an unsafe output path; return whether it exists (and may be replaced).
 
-    `protected` are the inputs that an output must never alias (compared by inode,
-    so hard links and symlinks to them are caught too).
+    `protected` are the inputs that an output must never alias: compared by path
+    after resolving symbolic links and `..` (so a protected file that does not
+    exist yet, such as a database's `-wal`, is caught too) and by device and
+    inode (so hard links to them are caught).
     """
     for other in protected:
         if os.path.abspath(target) == os.path.abspath(other):
-            raise UnsafeOutputError(f"{target}: is the same path as the input {other}")
+            raise UnsafeOutputError(
+                f"{target}: is the same path as the input {other}; name another output file"
+            )
     try:
         st = os.lstat(target)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        # A missing file (or folder): writing it reports what is wrong, unless it
+        # is a protected file that does not exist yet (a database's -wal) reached
+        # through a linked folder.
+        _refuse_resolved_alias(target, protected)
         return False
     except OSError as exc:
         raise UnsafeOutputError(f"{target}: cannot inspect the output: {exc.strerror}") from None
@@ -124,13 +156,16 @@ def check_output(target: Path, *, protected: Sequence[Path]) -> bool:
         raise UnsafeOutputError(
             f"{target}: the output is a symbolic link; refusing to write through or replace it"
         )
+    _refuse_resolved_alias(target, protected)
     for other in protected:
         try:
             other_st = os.stat(other)
         except OSError:
             continue
         if _same_file(st, other_st):
-            raise UnsafeOutputError(f"{target}: is the same file as the input {other}")
+            raise UnsafeOutputError(
+                f"{target}: is the same file as the input {other}; name another output file"
+            )
     if not stat.S_ISREG(st.st_mode):
         raise UnsafeOutputError(f"{target}: the output exists and is not a regular file")
     if st.st_nlink > 1:
@@ -139,6 +174,33 @@ def check_output(target: Path, *, protected: Sequence[Path]) -> bool:
             "hard-linked file"
         )
     return True
+
+
+def write_output(target: Path, data: bytes, *, protected: Sequence[Path]) -> Path:
+    """Write one output file (owner-only) atomically: staged beside it, then renamed.
+
+    The target is checked by `check_output` (no symbolic link, hard link,
+    non-regular file, or alias of a protected input), before staging and again
+    just before the rename. An existing regular file is replaced. Returns the
+    absolute path written.
+    """
+    check_output(target, protected=protected)
+    folder = Path(os.path.dirname(os.path.abspath(target)))
+    staged = folder / f".{target.name}.ledger-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        _write_private(staged, (data,))
+        check_output(target, protected=protected)
+        os.replace(staged, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise StagingError(f"{target}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise
+    _fsync_directory(folder)
+    return Path(os.path.abspath(target))
 
 
 def check_outputs(targets: Sequence[Path], *, protected: Sequence[Path]) -> list[Path]:

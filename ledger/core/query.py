@@ -186,7 +186,7 @@ def parse_query(text: str) -> Query:
 
 MAX_TOP = 10_000
 MAX_CANDIDATE_LINES = 10_000
-_ID = re.compile(r"^[a-z0-9][a-z0-9-]{1,63}$")
+_ID = re.compile(r"[a-z0-9][a-z0-9-]{1,63}")
 
 
 def round_score(score: float) -> float:
@@ -337,7 +337,7 @@ def parse_candidates(data: bytes, where: str) -> list[Ranked]:
             missing = sorted({"id"} - set(obj))
             raise InputError(f"{at}: invalid fields: missing {missing}, unknown {sorted(extra)}")
         cid = obj["id"]
-        if not isinstance(cid, str) or not _ID.match(cid):
+        if not isinstance(cid, str) or not _ID.fullmatch(cid):
             raise InputError(f"{at}: field 'id': must be a chunk id ({_ID.pattern})")
         sv = obj.get("source_version")
         if sv is not None and (not isinstance(sv, str) or not sv.strip() or len(sv) > 80):

@@ -166,6 +166,45 @@ def _encodable(value: str, name: str, allow_nul: bool = True) -> None:
         raise RecordError(name, "must not contain a NUL character (U+0000)")
 
 
+# Characters a metadata field may not hold: C0 and C1 controls and DEL (a
+# terminal runs ESC sequences, a newline starts a Markdown heading), the line
+# and paragraph separators, and the invisible format characters (zero-width
+# and bidirectional controls) that make two different values display alike.
+_METADATA_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
+)
+
+
+def printable(value: object) -> str:
+    """Metadata as text safe on a terminal and in Markdown: each control,
+    separator or invisible format character becomes its escape (`\\x1b`,
+    `\\u2028`). Ingest refuses them; this guards what an older or changed
+    database may still hold."""
+    text = str(value)
+    if _METADATA_CONTROL.search(text) is None:
+        return text
+    return _METADATA_CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def refuse_controls(value: str, name: str) -> str:
+    """Refuse a control, separator or invisible format character in metadata text.
+
+    Bodies (`content`) may hold any text; metadata is shown on terminals and in
+    Markdown headings, where such a character would be executed or injected.
+    """
+    found = _METADATA_CONTROL.search(value)
+    if found is not None:
+        code = ord(found.group())
+        if code == 0:
+            raise RecordError(name, "must not contain a NUL character (U+0000)")
+        where = found.start() + 1
+        raise RecordError(
+            name, f"must not contain a control character (U+{code:04X} at position {where})"
+        )
+    return value
+
+
 def identifier(value: Any, name: str) -> str:
     """A stripped identifier (`^[a-z0-9][a-z0-9-]{1,63}$`), or RecordError."""
     text = _text(value, name, 64)
@@ -221,6 +260,7 @@ def validate_chunk(
     max_content: int = LEDGER_MAX_CONTENT,
     strip_content: bool = False,
     allow_nul: bool = True,
+    ledger: bool = False,
 ) -> ChunkRecord:
     """Validate one chunk object by SPEC's chunk table; return it as stored.
 
@@ -228,6 +268,9 @@ def validate_chunk(
     Ingest passes `allow_nul=False`: the ledger refuses U+0000 in the free-text
     fields (`source_uri`, `source_version`, `content`) on every backend, since
     PostgreSQL text cannot hold it; the other fields' patterns exclude it already.
+    `ledger=True` (ingest) adds the ledger's own rules: no control characters in
+    the metadata text fields (`refuse_controls`), and the content cap on the text
+    as stored (the reference caps its stripped text, which is also what it stores).
     Raises `RecordError` naming the field and the rule, e.g. `str(e) ==
     "estimated_tokens must be an integer"`.
     """
@@ -242,6 +285,8 @@ def validate_chunk(
     if URI_RE.fullmatch(source_uri) is None:
         raise RecordError("source_uri", "must be an absolute URI")
     _encodable(source_uri, "source_uri", allow_nul)
+    if ledger:
+        refuse_controls(source_uri, "source_uri")
     trust = _text(obj["trust"], "trust", MAX_SHORT_TEXT)
     if trust not in _TRUST_SET:
         raise RecordError("trust", f"is unsupported: {trust!r}")
@@ -257,6 +302,8 @@ def validate_chunk(
     chunk_id = identifier(obj["id"], "id")
     source_version = _text(obj["source_version"], "source_version", MAX_SOURCE_VERSION)
     _encodable(source_version, "source_version", allow_nul)
+    if ledger:
+        refuse_controls(source_version, "source_version")
     required_permission = identifier(obj["required_permission"], "required_permission")
     dedupe_key = identifier(obj["dedupe_key"], "dedupe_key")
     tokens = integer(obj["estimated_tokens"], "estimated_tokens", 1, MAX_TOKENS)

@@ -501,6 +501,12 @@ def _run(candidates: list[Candidate], request: Request, order: Order) -> Context
         return None
 
 
+# Bounds of `admission_hint`: re-runs of the selector (one per gate the target
+# fails, and a few more), and exact passes of the budget gate's simulation.
+_HINT_ROUNDS = 12
+_BUDGET_ROUNDS = 16
+
+
 def admission_hint(
     candidates: Iterable[Candidate],
     request: Request,
@@ -523,9 +529,9 @@ def admission_hint(
         raise InputError(f"no candidate has record digest {target_record_digest!r}")
     steps: list[dict[str, Any]] = []
     current = request
-    # Each fix removes one cause; the gates are few, budgets converge, so the loop
-    # is bounded by the number of candidates (every budget round admits one more).
-    for _round in range(len(pool) + 8):
+    # Each fix removes one cause and the gates are few: one re-run of the
+    # selector per gate (a budget fix is simulated, not re-run per candidate).
+    for _round in range(_HINT_ROUNDS):
         context = _run(pool, current, order)
         if context is None:
             return Hint(target.ref(), tuple(steps), False)
@@ -576,7 +582,7 @@ def _budget_fix(
         key=lambda c: (preference(c), *_identity(c)),
     )
     new_budget = request.budget + deficit
-    while True:
+    for _ in range(_BUDGET_ROUNDS):
         room = new_budget - required
         taken = []  # the optional survivors ahead that the gate admits at this budget
         for c in ahead:
@@ -586,6 +592,15 @@ def _budget_fix(
         if room >= target.tokens:
             break
         new_budget += target.tokens - room
+    else:
+        # Bounded: each round is one pass over the survivors ahead, and a round
+        # may admit only one more of them, so the exact search could take one
+        # pass per candidate (quadratic). After _BUDGET_ROUNDS passes, take the
+        # budget at which everything ahead fits and then the target: it admits
+        # the target for certain (the re-run checks it) and is at most the sum
+        # of what is ahead above the exact minimum.
+        new_budget = max(new_budget, required + sum(c.tokens for c in ahead) + target.tokens)
+        taken = list(ahead)
     step = {
         "kind": "budget",
         "budget": new_budget,

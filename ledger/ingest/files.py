@@ -16,6 +16,7 @@ from typing import Any
 from ledger.core.errors import InputError
 from ledger.core.records import ChunkRecord, RecordError, validate_chunk
 from ledger.core.strictjson import StrictJSONError, loads_strict
+from ledger.ingest.source import iter_lines, open_regular, read_whole
 
 FORMATS = ("auto", "fixture", "json", "jsonl", "transcript")
 FIXTURE_KEYS = frozenset({"fixture_version", "selector_version", "request", "chunks"})
@@ -53,22 +54,14 @@ def detect_format(path: str, fmt: str) -> str:
 
 
 def _read_whole(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    return read_whole(path, "chunk file")
 
 
 def _iter_jsonl(path: str, progress: Progress | None) -> Iterator[tuple[str, Any]]:
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    with f:
+    # Streamed line by line, each line bounded by what a valid record can need.
+    with open_regular(path, "chunk file") as f:
         lineno = 0
-        for raw in f:
-            lineno += 1
+        for lineno, raw in iter_lines(f, path, "chunk file"):
             if progress is not None:
                 progress(len(raw))
             where = f"{path}:{lineno}"
@@ -322,7 +315,7 @@ def read_records(
 def validated(where: str, obj: Any) -> ChunkRecord:
     """One chunk object validated for the ledger; an error names `where` and the field."""
     try:
-        return validate_chunk(obj, allow_nul=False)
+        return validate_chunk(obj, allow_nul=False, ledger=True)
     except RecordError as exc:
         field = f"field '{exc.field}': " if exc.field else ""
         raise InputError(f"{where}: {field}{exc.rule}") from None

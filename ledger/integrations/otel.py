@@ -27,14 +27,14 @@ from ledger.core.errors import InputError
 if TYPE_CHECKING:
     from ledger.core.results import Pack
 
-_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
-_SPAN_ID = re.compile(r"^[0-9a-f]{16}$")
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+_SPAN_ID = re.compile(r"[0-9a-f]{16}")
 
 
 def check_trace_id(trace_id: str) -> str:
     """A W3C trace id: 32 hex digits, not all zero; returned lower-case."""
     value = trace_id.strip().lower()
-    if not _TRACE_ID.match(value) or value == "0" * 32:
+    if not _TRACE_ID.fullmatch(value) or value == "0" * 32:
         raise InputError(
             f"--trace-id {trace_id[:40]!r}: must be 32 hex digits, not all zero "
             "(the W3C traceparent's trace id)"
@@ -45,7 +45,7 @@ def check_trace_id(trace_id: str) -> str:
 def check_span_id(span_id: str) -> str:
     """A W3C span id: 16 hex digits, not all zero; returned lower-case."""
     value = span_id.strip().lower()
-    if not _SPAN_ID.match(value) or value == "0" * 16:
+    if not _SPAN_ID.fullmatch(value) or value == "0" * 16:
         raise InputError(
             f"--span-id {span_id[:40]!r}: must be 16 hex digits, not all zero "
             "(the W3C traceparent's parent id)"

@@ -21,8 +21,8 @@ from ledger.core.errors import InputError, IntegrityError, RefusedError
 from ledger.store.schema import Grant, PolicyVersion
 from ledger.core.records import TRUST_LABELS
 
-SUBJECT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$")
-PERMISSION_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,63}$")
+SUBJECT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}")
+PERMISSION_RE = re.compile(r"[a-z0-9][a-z0-9-]{1,63}")
 MAX_BUDGET = 10_000_000
 grants = Grant.__table__
 policies = PolicyVersion.__table__
@@ -40,7 +40,7 @@ class Policy:
 
 
 def check_subject(subject: str) -> str:
-    if not SUBJECT_RE.match(subject):
+    if not SUBJECT_RE.fullmatch(subject):
         raise InputError(
             f"subject {subject!r}: use letters, digits and . _ @ : - (at most 128 characters)"
         )
@@ -57,7 +57,7 @@ def _check_permissions(permissions: list[str]) -> list[str]:
     if not permissions:
         raise InputError("name at least one permission")
     for p in permissions:
-        if not PERMISSION_RE.match(p):
+        if not PERMISSION_RE.fullmatch(p):
             raise InputError(
                 f"permission {p!r}: must be an identifier (lower-case letters, digits, '-'; 2-64 characters)"
             )

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
 
 from ledger.store.access import Policy, grant_payload, policy_payload
 from ledger.core.reasons import REASON_CODES, REASON_NAMES
@@ -33,7 +33,7 @@ from ledger.store.build import (
     pack_entry_payload,
     retractions_at,
 )
-from ledger.core.canonical import content_digest
+from ledger.core.canonical import canonical_json, content_digest
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASONS as GATE_ORDER
@@ -42,7 +42,7 @@ from ledger.store.chain import GENESIS, KINDS, Head, entry_hash, read_head
 from ledger.store.engine import fetch_tuples
 from ledger.store.ingest import ingest_payload_digest, record_from_row
 from ledger.store.documents import retract_payload
-from ledger.store.packs import detail_of, pack_header, reason_of, snapshot_of
+from ledger.store.packs import bad_pack_types, detail_of, pack_header, reason_of, snapshot_of
 from ledger.store.schema import (
     Batch,
     ChunkVersion,
@@ -64,7 +64,7 @@ decisions = Decision.__table__
 packs = Pack.__table__
 grants = Grant.__table__
 policies = PolicyVersion.__table__
-_HEX = re.compile(r"^[0-9a-f]+$")
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 # --------------------------------------------------------------------------
@@ -84,7 +84,7 @@ def resolve_ref(conn: Connection, ref: str) -> list[Any]:
     if rows:
         return rows
     low = ref.lower()
-    if not _HEX.match(low):
+    if not _HEX.fullmatch(low):
         raise NotFoundError(f"no chunk id or digest matches {ref!r}; `ledger chunks` lists them")
     if len(low) < 8:
         # Short hex is also a well-formed chunk id ("cafe"): a REF that matches no
@@ -121,6 +121,8 @@ def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
     pol = snapshot_of(head.policy, "policy", head.pack_no)
     grants_list = snapshot_of(head.grants, "grants", head.pack_no)
     try:
+        if not isinstance(pol, dict) or not isinstance(grants_list, list):
+            raise TypeError
         policy = Policy(tuple(pol["allowed_trust"]), pol["budget"])
         grants_tuple = tuple(grants_list)
     except (KeyError, TypeError):
@@ -143,6 +145,7 @@ def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
             if conn is not None and head.scope == DOCUMENTS
             else {}
         ),
+        selector_version=head.selector_version,
     )
 
 
@@ -592,10 +595,17 @@ def verify(
             problems.add(seq, kind, f"{what} does not match the entry's payload digest")
 
     # Ingest batches and the versions they added.
+    stored_per_batch = dict(
+        conn.execute(select(versions.c.batch_seq, func.count()).group_by(versions.c.batch_seq)).all()
+    )
     for b in conn.execute(select(batches).where(batches.c.seq > after).order_by(batches.c.seq)):
         for bad in _bad_versions(conn, b.seq):
             problems.add(b.seq, "ingest", bad)
             break
+        why = _bad_batch(b, stored_per_batch.get(b.seq, 0))
+        if why is not None:
+            problems.add(b.seq, "ingest", f"ingest batch {b.seq}: {why}")
+            continue
         check_payload(b.seq, "ingest", ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count),
                       f"ingest batch {b.seq}")
     # Versions under an entry that is not an ingest batch: rows slipped in beside
@@ -616,6 +626,12 @@ def verify(
     ):
         by_entry.setdefault(g.entry_seq, []).append(g)
     for seq, rows in by_entry.items():
+        odd = next((r for r in rows if r.action not in ("grant", "revoke")
+                    or not isinstance(r.subject, str) or not isinstance(r.permission, str)), None)
+        if odd is not None:
+            problems.add(seq, kinds.get(seq, "?"),
+                         f"grant row of entry {seq} has an unknown action or a field of the wrong type")
+            continue
         actions = {r.action for r in rows}
         subjects = {r.subject for r in rows}
         if len(actions) != 1 or len(subjects) != 1:
@@ -627,9 +643,18 @@ def verify(
     # Policies.
     for p in conn.execute(select(policies).where(policies.c.entry_seq > after).order_by(policies.c.entry_seq)):
         try:
-            pol = Policy(tuple(json.loads(p.allowed_trust)), p.budget)
+            labels = json.loads(p.allowed_trust)
+            if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+                raise ValueError
+            pol = Policy(tuple(labels), p.budget)
         except (TypeError, ValueError):
             problems.add(p.entry_seq, "policy", f"policy of entry {p.entry_seq}: allowed trust is not a JSON list")
+            continue
+        if canonical_json(labels) != p.allowed_trust or not _int_or_none(p.budget):
+            # The payload digest covers the parsed values; what is stored (and shown)
+            # must be exactly their canonical form.
+            problems.add(p.entry_seq, "policy",
+                         f"policy of entry {p.entry_seq}: stored fields are not in their recorded form")
             continue
         check_payload(p.entry_seq, "policy", policy_payload(pol), f"policy of entry {p.entry_seq}")
     # Packs and every decision.
@@ -673,7 +698,11 @@ def verify(
     if checkpoint is not None:
         seq, want = parse_checkpoint(checkpoint)
         have = next((e for e in chain if e.seq == seq), None)
-        if have is None:
+        if seq == 0:
+            # `ledger head` of an empty ledger: every ledger extends it.
+            if want != GENESIS:
+                problems.add(1, "?", "checkpoint 0 must carry the genesis hash (64 zeros)")
+        elif have is None:
             problems.add(seq, "?", f"checkpoint entry {seq} is missing: the ledger was truncated")
         elif have.entry_hash != want:
             problems.add(seq, have.kind, "entry hash differs from the checkpoint: history was rewritten")
@@ -710,6 +739,34 @@ def is_seq_hash(text: str) -> bool:
     return re.fullmatch(r"\s*\d+:[0-9a-f]{64}\s*", text) is not None
 
 
+def _int(value: Any) -> bool:
+    """An integer as the ledger stores it (SQLite may hold any type in any column)."""
+    return type(value) is int
+
+
+def _int_or_none(value: Any) -> bool:
+    return value is None or type(value) is int
+
+
+def _bad_batch(b: Any, stored: int) -> str | None:
+    """A batch row whose fields are not what ingest wrote (the counts and the
+    sources are shown by the ledger; the payload digest covers read/unchanged
+    and the versions, so new_count must equal the versions stored under it)."""
+    if not all(_int(v) for v in (b.seq, b.read_count, b.new_count, b.unchanged_count)):
+        return "a count is not an integer"
+    if b.new_count != stored:
+        return f"records {b.new_count} new versions, {stored} are stored under it"
+    try:
+        names = json.loads(b.sources) if isinstance(b.sources, str) else None
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or (
+        json.dumps(names) != b.sources
+    ):
+        return "its list of sources is not in its recorded form"
+    return None
+
+
 def parse_checkpoint(text: str) -> tuple[int, str]:
     m = re.fullmatch(r"(\d+):([0-9a-f]{64})", text.strip())
     if not m:
@@ -717,44 +774,111 @@ def parse_checkpoint(text: str) -> tuple[int, str]:
     return int(m.group(1)), m.group(2)
 
 
+_VERSION_INTS = ("vid", "estimated_tokens", "priority", "batch_seq")
+_VERSION_TEXTS = ("chunk_id", "source_version", "section", "source_uri", "effective_from",
+                  "required_permission", "trust", "dedupe_key", "content_digest", "record_digest")
+
+
 def _bad_versions(conn: Connection, seq: int) -> Iterator[str]:
-    """Versions of a batch whose stored digests do not match their fields."""
+    """Versions of one batch whose stored digests do not match their fields."""
+    return _bad_rows(conn, versions.c.batch_seq == seq)
+
+
+def _bad_rows(conn: Connection, condition: Any, only: set[int] | None = None) -> Iterator[str]:
+    """Versions of a batch whose stored digests do not match their fields.
+
+    On SQLite the body is read as its bytes (and its storage type), so that a
+    body that is not valid UTF-8, or stored as a BLOB, is reported by name
+    instead of failing the read (whose message would quote the body)."""
+    cols = [c for c in versions.c if c.name != "content"]
+    if conn.dialect.name == "sqlite":
+        extra = [cast(versions.c.content, LargeBinary).label("raw"),
+                 func.typeof(versions.c.content).label("content_type")]
+    else:
+        extra = [versions.c.content.label("raw"), literal("text").label("content_type")]
     result = conn.execute(
-        select(versions)
-        .where(versions.c.batch_seq == seq)
+        select(*cols, *extra)
+        .where(condition)
         .order_by(versions.c.vid)
         .execution_options(yield_per=5000)
     )
     # `verify` stops at the first bad version: the generator is closed then, and
     # `with` closes the streaming (PostgreSQL: server-side) cursor with it.
     with result:
-        yield from _bad_rows(result)
+        yield from _bad_in(result, only)
 
 
-def _bad_rows(result: Any) -> Iterator[str]:
+def _bad_in(result: Any, only: set[int] | None) -> Iterator[str]:
     for row in result:
-        if content_digest(row.content) != row.content_digest:
-            yield f"chunk {row.chunk_id}@{row.source_version}: content does not match its content digest"
+        if only is not None and row.vid not in only:
+            continue
+        name = f"chunk {row.chunk_id}@{row.source_version}"
+        if not all(_int(getattr(row, f)) for f in _VERSION_INTS) or not all(
+            isinstance(getattr(row, f), str) for f in _VERSION_TEXTS
+        ) or not (row.expires_on is None or isinstance(row.expires_on, str)) or (
+            row.required not in (0, 1) or type(row.required) not in (int, bool)
+        ):
+            yield f"{name}: a stored field has the wrong type"
+            continue
+        if row.content_type != "text":
+            yield f"{name}: its content is stored as {row.content_type}, not text"
+            continue
+        raw = row.raw
+        if isinstance(raw, (bytes, memoryview)):
+            try:
+                content = bytes(raw).decode("utf-8")
+            except UnicodeDecodeError:
+                yield f"{name}: its stored content is not valid UTF-8"
+                continue
+        else:
+            content = raw
+        if content_digest(content) != row.content_digest:
+            yield f"{name}: content does not match its content digest"
             continue
         try:
-            rec = record_from_row(row)
+            rec = record_from_row(_WithContent(row, content))
             digest = rec.record_digest
         except Exception as exc:  # a tampered row may not even be a valid record
-            yield f"chunk {row.chunk_id}@{row.source_version}: stored fields are not a valid record ({exc})"
+            yield f"{name}: stored fields are not a valid record ({type(exc).__name__})"
             continue
         if digest != row.record_digest:
-            yield f"chunk {row.chunk_id}@{row.source_version}: fields do not match the record digest"
+            yield f"{name}: fields do not match the record digest"
+
+
+class _WithContent:
+    """A version row with its content decoded here (see `_bad_versions`)."""
+
+    __slots__ = ("_row", "content")
+
+    def __init__(self, row: Any, content: str) -> None:
+        self._row = row
+        self.content = content
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._row, name)
 
 
 def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
     """Recompute a pack's figures, input digest and pack digest from its rows."""
     from ledger.store.packs import decision_rows
 
-    rows = decision_rows(conn, head.pack_no)
+    bad = bad_pack_types(head)
+    if bad is not None:
+        return bad, 0
+    try:
+        rows = decision_rows(conn, head.pack_no)
+    except IntegrityError as exc:
+        return str(exc).split(": ", 1)[-1], 0
     try:
         inputs = inputs_of(head, conn)
     except IntegrityError:
         return "its recorded grants or policy snapshot is not readable", len(rows)
+    if canonical_json(list(inputs.grants)) != head.grants or canonical_json(
+        inputs.policy.to_json()
+    ) != head.policy:
+        # The input digest covers the parsed snapshots; what is stored (and shown by
+        # `show --json`) must be exactly their canonical form, without extra keys.
+        return "its grants or policy snapshot is not in its recorded form", len(rows)
     if len(rows) != head.candidate_count:
         return f"{len(rows)} decision rows, the pack records {head.candidate_count} candidates", len(rows)
     admitted = sorted((r for r in rows if r.status == 0), key=lambda r: r.position if r.position is not None else -1)
@@ -828,6 +952,11 @@ def replay(conn: Connection, pack_no: int) -> ReplayResult:
             return ReplayResult(pack_no, False, head.pack_digest, "",
                                 f"the pack was costed with {inputs.counter}; this installation has {now}")
     candidates, vid_of = candidates_for(conn, inputs, ESTIMATED)  # a retrieval: its recorded list
+    # Recompute, never trust, the digests of the rows the rebuild uses: a field
+    # changed behind the ledger's back must not replay as "identical".
+    tampered = next(_bad_rows(conn, versions.c.batch_seq <= inputs.mark, set(vid_of.values())), None)
+    if tampered is not None:
+        return ReplayResult(pack_no, False, head.pack_digest, "", f"candidate {tampered}")
     if inputs.counter != ESTIMATED:
         # Recount rather than trust the cache: replay must not inherit a bad count.
         candidates = _recount(conn, candidates, vid_of, inputs.counter)

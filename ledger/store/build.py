@@ -24,7 +24,7 @@ from ledger.store.chain import read_head, reserve_entry, seal_entry
 from ledger.core.context import Context
 from ledger.core.query import RetrievalRecord
 from ledger.store.engine import fetch_tuples, write_transaction
-from ledger.core.errors import InputError
+from ledger.core.errors import InputError, IntegrityError
 from ledger.core.reasons import REASON_CODES, check_date
 from ledger.store.schema import ChunkVersion, Decision, Pack, Retraction, TokenCount
 from ledger.core.select import DEFAULT_ORDER, SELECTOR_VERSION, Candidate, Order, Request
@@ -55,6 +55,9 @@ class Inputs:
     retrieval: RetrievalRecord | None = None  # a retrieval build's ranked candidates
     # Gate 5: id -> ((retract entry, from date), ...) at or before `mark` (documents only).
     retractions: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+    # The selector a recorded pack names (verify and replay read it back, so a
+    # changed `packs.selector_version` changes the input digest they recompute).
+    selector_version: str = SELECTOR_VERSION
 
     def to_json(self) -> dict[str, Any]:
         # `scope` only when it is not the default: packs recorded under schema
@@ -66,7 +69,7 @@ class Inputs:
             "policy": self.policy.to_json(),
             "budget": self.budget,
             "counter": self.counter,
-            "selector_version": SELECTOR_VERSION,
+            "selector_version": self.selector_version,
         }
         if self.scope != DOCUMENTS:
             data["scope"] = self.scope
@@ -222,6 +225,16 @@ def load_candidates(
     if where is not None:
         query = query.where(where)
     rows = fetch_tuples(conn, query)  # plain tuples: one Row object per candidate costs a third more
+    if conn.dialect.name == "sqlite":
+        # SQLite keeps any type in any column: a number the selector computes
+        # with that is not an integer is a changed file, not a selector crash.
+        odd = next((r for r in rows if type(r[9]) is not int or type(r[10]) is not int
+                    or r[11] not in (0, 1) or type(r[11]) is not int), None)
+        if odd is not None:
+            raise IntegrityError(
+                f"chunk {odd[1]}@{odd[2]} (entry {odd[14]}): a stored field has the wrong "
+                "type; the database was altered: run `ledger verify`"
+            )
     if counter == ESTIMATED:
         tokens = {r[0]: r[9] for r in rows}
     else:
@@ -324,7 +337,7 @@ def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
         "counter": inputs.counter,
         "grants": list(inputs.grants),
         "policy": inputs.policy.to_json(),
-        "selector_version": SELECTOR_VERSION,
+        "selector_version": inputs.selector_version,
     }
     if inputs.scope != DOCUMENTS:  # as in Inputs.to_json: schema-0001 packs hash unchanged
         data["scope"] = inputs.scope
@@ -421,7 +434,7 @@ def record_pack(
             budget=inputs.budget,
             used=ctx.admitted_tokens(),
             counter=inputs.counter,
-            selector_version=SELECTOR_VERSION,
+            selector_version=inputs.selector_version,
             scope=inputs.scope,
             grants=canonical_json(list(inputs.grants)),
             policy=canonical_json(inputs.policy.to_json()),

@@ -10,12 +10,13 @@ is appended by one writer at a time on either backend.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
 from ledger.core.errors import InputError, SchemaError
@@ -27,13 +28,57 @@ BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x1ED6E7  # advisory lock that serializes chain appends
 
 
+# Query keys whose values are secrets (libpq honours `?password=`), or point at
+# them: masked in every message, as SQLAlchemy masks the userinfo password.
+_SECRET_KEY = re.compile(r"pass|secret|token|sslkey|credential", re.IGNORECASE)
+_QUERY_VALUE = re.compile(r"([?&]([^=&#]*)=)([^&#]*)")
+_USERINFO_PASSWORD = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/?#@]*:)[^@/?#]*@", re.IGNORECASE)
+
+
+def display_url(url: str) -> str:
+    """A database URL as messages show it: no password, in the userinfo or the query.
+
+    Rendered through SQLAlchemy's password-hiding form when it parses; the
+    query values of password-like keys (`password`, `sslpassword`, `passfile`,
+    ...) are then replaced by `***` too. A URL that does not parse is masked
+    the same way by pattern, so even a malformed URL never shows its secret.
+    """
+    try:
+        text = make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError, TypeError):
+        text = _USERINFO_PASSWORD.sub(r"\1***@", url)
+
+    def mask(m: re.Match[str]) -> str:
+        return m.group(1) + "***" if _SECRET_KEY.search(m.group(2)) else m.group(0)
+
+    return _QUERY_VALUE.sub(mask, text)
+
+
+def parse_url(url: str) -> URL:
+    """The SQLAlchemy URL of `--db`, or one line (InputError) naming it, secrets masked."""
+    try:
+        return make_url(url)
+    except (ArgumentError, ValueError, TypeError) as exc:
+        # A port `:abc` or an unclosed `[::1` raise ValueError from deep inside.
+        reason = " ".join(str(exc).split())
+        if url in reason:
+            reason = reason.replace(url, display_url(url))
+        raise InputError(
+            f"--db: not a database URL or path: {display_url(url)} ({reason}); "
+            "give a file path or a URL such as postgresql+psycopg://user@host:5432/name"
+        ) from None
+
+
 def sqlite_path(url: str) -> str | None:
     """The file path of a SQLite URL, or None for other backends and memory."""
-    parsed = make_url(url)
+    parsed = parse_url(url)
     if parsed.get_backend_name() != "sqlite" or not parsed.database:
         return None
     if parsed.database == ":memory:":
         return None
+    if parsed.query.get("uri") == "true" and parsed.database.startswith("file:"):
+        # SQLite's URI form (`sqlite:///file:/path/ledger.db?mode=ro&uri=true`).
+        return parsed.database[len("file:"):] or None
     return parsed.database
 
 
@@ -44,7 +89,10 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     cur = dbapi_connection.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys = ON")
-    cur.execute("PRAGMA journal_mode = WAL")
+    # No `journal_mode = WAL` here: it would rewrite any file it is pointed at
+    # (another application's database, a 0-byte file) before the schema check
+    # knows it is a ledger. WAL is persistent, so `use_wal` sets it once, when
+    # `ledger init` has made or found a ledger.
     cur.execute("PRAGMA synchronous = FULL")
     cur.close()
 
@@ -59,10 +107,7 @@ def make_engine(url: str, *, create: bool = False) -> Engine:
 
     Any other command on a missing SQLite file is refused with the fix to apply.
     """
-    try:
-        parsed = make_url(url)
-    except ArgumentError as exc:
-        raise InputError(f"--db: not a database URL or path: {url!r} ({exc})") from None
+    parsed = parse_url(url)
     path = sqlite_path(url)
     if path is not None:
         if os.path.isdir(path):
@@ -92,7 +137,29 @@ def make_engine(url: str, *, create: bool = False) -> Engine:
             f"--db: no driver for {parsed.drivername} ({exc}); for PostgreSQL install "
             "context-ledger[postgres] and use postgresql+psycopg://"
         ) from None
+    except (ArgumentError, ValueError, TypeError) as exc:
+        # Query arguments the dialect cannot take (`?port=x`, an unknown option).
+        raise InputError(
+            f"--db: cannot use the database URL {display_url(url)}: "
+            f"{' '.join(str(exc).split())}"
+        ) from None
     return engine
+
+
+def use_wal(engine: Engine) -> None:
+    """Switch a SQLite ledger to WAL (persistent in the file); nothing elsewhere.
+
+    Called by `ledger init` once the file is known to be a ledger (or was empty).
+    """
+    if engine.dialect.name != "sqlite":
+        return
+    raw = engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        cur.execute("PRAGMA journal_mode = WAL")
+        cur.close()
+    finally:
+        raw.close()
 
 
 @contextmanager
@@ -120,8 +187,19 @@ def current_revision(conn: Connection) -> str | None:
     """The schema revision stored in the database, or None when it has none."""
     if not inspect(conn).has_table("alembic_version"):
         return None
-    row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
-    return row[0] if row else None
+    rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+    if len(rows) > 1:
+        # Alembic itself would stop with a traceback ("multiple heads").
+        raise SchemaError(
+            f"the database has {len(rows)} rows in alembic_version (one expected): it was "
+            "altered; restore it from a backup"
+        )
+    return str(rows[0][0]) if rows else None
+
+
+def foreign_tables(conn: Connection) -> list[str]:
+    """Tables of a database without a ledger schema: a foreign database `init` refuses."""
+    return sorted(t for t in inspect(conn).get_table_names() if t != "alembic_version")
 
 
 def check_database(engine: Engine, url: str) -> str | None:
@@ -167,7 +245,7 @@ def describe(url: str) -> str:
 
 def _where(url: str) -> str:
     path = sqlite_path(url)
-    return path if path else make_url(url).render_as_string(hide_password=True)
+    return path if path else display_url(url)
 
 
 def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:

@@ -16,8 +16,16 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from ledger.store.engine import SCHEMA_REVISION, current_revision, sqlite_path, write_transaction
 from ledger.core.errors import SchemaError
+from ledger.store.engine import (
+    SCHEMA_REVISION,
+    current_revision,
+    display_url,
+    foreign_tables,
+    sqlite_path,
+    use_wal,
+    write_transaction,
+)
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -112,6 +120,18 @@ def upgrade_database(engine: Engine, *, backup: bool = True) -> Upgrade:
     copy = None
     with write_transaction(engine) as conn:
         before = current_revision(conn)
+        if before is None:
+            others = foreign_tables(conn)
+            if others:
+                # Another application's database: adding the ledger's tables to it
+                # would mix two programs' data. Nothing is written.
+                where = sqlite_path(engine.url.render_as_string(hide_password=False))
+                shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+                raise SchemaError(
+                    f"{where or display_url(engine.url.render_as_string(hide_password=False))} "
+                    f"is not a ledger: it holds other tables ({shown}); "
+                    "name a new file or an empty database"
+                )
         if before is not None:
             try:
                 ScriptDirectory.from_config(cfg).get_revision(before)
@@ -128,6 +148,7 @@ def upgrade_database(engine: Engine, *, backup: bool = True) -> Upgrade:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
         after = current_revision(conn)
+    use_wal(engine)
     return Upgrade(before, after or "", copy)
 
 

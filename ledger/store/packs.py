@@ -17,27 +17,57 @@ from sqlalchemy import Connection, func, select
 
 from ledger.core.reasons import REASON_CODES, REASON_NAMES, SECTIONS
 from ledger.store.engine import fetch_tuples
-from ledger.core.errors import InputError, IntegrityError, NotFoundError
+from ledger.core.records import printable
+from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
 from ledger.store.schema import ChunkVersion, Decision, Entry, Pack, Retraction
 
 packs = Pack.__table__
 decisions = Decision.__table__
 entries = Entry.__table__
 versions = ChunkVersion.__table__
-_HEX = re.compile(r"^[0-9a-f]+$")
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+# The largest pack number each backend's INTEGER column can hold: a larger
+# number names no pack (exit 3), instead of overflowing the driver.
+MAX_PACK_NUMBER = {"sqlite": 2**63 - 1, "postgresql": 2**31 - 1}
+
+
+class PackRefError(InputError):
+    """A PACK argument that is neither a number nor a digest prefix (a usage error)."""
+
+    exit_code = EXIT_USAGE
+
+
+def parse_pack_number(ref: str, dialect: str) -> int | None:
+    """The one parser of PACK numbers: ASCII digits only (`²` is no number),
+    range-checked for the backend. None: not a number; 0: out of range."""
+    text = ref.strip()
+    if not (text and text.isascii() and text.isdigit()):
+        return None
+    if len(text) > 19:  # beyond every backend's range (and int()'s digit limit)
+        return 0
+    n = int(text)
+    return n if 1 <= n <= MAX_PACK_NUMBER.get(dialect, 2**31 - 1) else 0
 
 
 def resolve_pack(conn: Connection, ref: str) -> int:
-    """PACK: a pack number, or a unique prefix (6+ hex characters) of a pack digest."""
+    """PACK: a pack number, or a unique prefix (6+ hex characters) of a pack digest.
+
+    A number out of the backend's range names no pack (NotFoundError, exit 3);
+    text that is neither is a usage error (exit 2)."""
     ref = ref.strip().lower()
-    if ref.isdigit():
-        n = int(ref)
-        if conn.execute(select(packs.c.pack_no).where(packs.c.pack_no == n)).first():
+    n = parse_pack_number(ref, conn.dialect.name)
+    if n is not None:
+        if n and conn.execute(select(packs.c.pack_no).where(packs.c.pack_no == n)).first():
             return n
         if len(ref) < 6:
-            raise NotFoundError(f"no pack {n}; `ledger packs` lists them")
-    if len(ref) < 6 or not _HEX.match(ref):
-        raise InputError(f"PACK {ref!r}: give a pack number or at least 6 hex characters of a pack digest")
+            raise NotFoundError(f"no pack {int(ref) if n else ref}; `ledger packs` lists them")
+    if len(ref) < 6 or not _HEX.fullmatch(ref):
+        raise PackRefError(
+            f"PACK {ref!r}: give a pack number (ASCII digits) or at least 6 hex characters "
+            "of a pack digest"
+        )
     rows = conn.execute(
         select(packs.c.pack_no, packs.c.pack_digest).where(packs.c.pack_digest.like(ref + "%")).limit(11)
     ).all()
@@ -158,13 +188,57 @@ def decision_rows(conn: Connection, pack_no: int, vids: Iterable[int] | None = N
         query = query.where(d.c.vid.in_(list(vids)))
     # Plain tuples from the driver, named once: packs hold up to 100,000s of rows,
     # and SQLAlchemy's per-row processing would double the cost of verify and show.
-    return [DecisionRow._make(t) for t in fetch_tuples(conn, query)]
+    rows = fetch_tuples(conn, query)
+    if conn.dialect.name == "sqlite" and not _typed_decisions(rows):
+        raise IntegrityError(
+            f"pack {pack_no}: a decision has a field of the wrong type; "
+            "the database was altered: run `ledger verify`"
+        )
+    return [DecisionRow._make(t) for t in rows]
 
 
-def pack_header(conn: Connection, pack_no: int) -> Any:
+def _typed_decisions(rows: list[tuple[Any, ...]]) -> bool:
+    """SQLite keeps any type in any column: the integers a reader computes with
+    (status, tokens, position, remaining, estimated tokens, priority) are checked."""
+    return all(
+        type(t[1]) is int
+        and type(t[2]) is int
+        and (t[3] is None or type(t[3]) is int)
+        and (t[4] is None or type(t[4]) is int)
+        and type(t[19]) is int
+        and type(t[11]) is int
+        for t in rows
+    )
+
+
+_PACK_INTS = ("pack_no", "entry_seq", "ledger_mark", "budget", "used", "candidate_count")
+_PACK_TEXTS = ("as_of", "subject", "counter", "selector_version", "scope", "grants", "policy",
+               "input_digest", "pack_digest")
+
+
+def bad_pack_types(head: Any) -> str | None:
+    """The first field of a pack row whose type is not what the ledger writes."""
+    for name in _PACK_INTS:
+        if type(getattr(head, name)) is not int:
+            return f"its {name} is not an integer"
+    for name in _PACK_TEXTS:
+        if not isinstance(getattr(head, name), str):
+            return f"its {name} is not text"
+    return None
+
+
+def pack_header(conn: Connection, pack_no: int, *, checked: bool = True) -> Any:
+    """A pack's row; with `checked`, a field of the wrong type (only a changed
+    SQLite file can hold one) is one line, exit 4, not a crash further on."""
     row = conn.execute(select(packs).where(packs.c.pack_no == pack_no)).first()
     if row is None:
         raise NotFoundError(f"no pack {pack_no}; `ledger packs` lists them")
+    if checked:
+        bad = bad_pack_types(row)
+        if bad is not None:
+            raise IntegrityError(
+                f"pack {pack_no}: {bad}; the database was altered: run `ledger verify`"
+            )
     return row
 
 
@@ -277,13 +351,26 @@ def export_manifest(conn: Connection, pack_no: int, with_content: bool) -> dict[
             priority=r.priority,
         )
         if with_content:
-            item["content"] = contents[item["record_digest"]]
+            body = contents[item["record_digest"]]
+            if not isinstance(body, str):
+                raise IntegrityError(
+                    f"pack {pack_no}: the body of {item['id']}@{item['source_version']} is not "
+                    "stored as text; the database was altered: run `ledger verify`"
+                )
+            item["content"] = body
     return data
 
 
 def export_markdown(conn: Connection, pack_no: int, with_content: bool) -> str:
     """Markdown for a model: sections in order, each chunk with source and version."""
     data = export_manifest(conn, pack_no, with_content)
+    # Metadata is escaped (a changed database could hold a newline and an
+    # injected heading); bodies are fenced, as given.
+    for item in data["admitted"]:
+        for key in ("id", "source_uri", "source_version", "effective_from", "expires_on", "trust"):
+            if item.get(key) is not None:
+                item[key] = printable(item[key])
+    data["subject"] = printable(data["subject"])
     lines = [
         f"# Context pack {data['pack']}",
         "",

@@ -1,0 +1,138 @@
+"""Issue 14, class "outputs that destroy inputs": no file the ledger writes may
+alias the database, its `-wal`/`-shm` companions or any input of the command
+(compared by device and inode after resolving; refused with exit 1, or 2 for
+`ledger pack`); an existing output that is not a regular file is refused; and
+`pack --json-pack` never writes through a symbolic link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURE
+from tests.robust.helpers import run
+from tests.robust.review import no_traceback, one_line, seeded, seeded_base, verify_json
+
+__all__ = ["seeded", "seeded_base"]
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+WRITERS = [
+    ("export", "1", "--format", "json", "-o"),
+    ("export", "1", "--format", "markdown", "--with-content", "-o"),
+    ("report", "1", "-o"),
+    ("report", "--diff", "1", "2", "-o"),
+    ("report", "--chunk", "refund-faq", "-o"),
+]
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: "-".join(w[:2]))
+@pytest.mark.parametrize(
+    "alias", ["same-path", "relative", "hard-link", "symlink", "wal", "shm", "linked-folder-wal"]
+)
+def test_output_never_aliases_the_database(
+    seeded: Path, writer: tuple[str, ...], alias: str
+) -> None:
+    """`export 1 -o ledger.db` replaced the whole ledger with the export and exited 0."""
+    folder = seeded.parent
+    before = _digest(seeded)
+    if alias == "same-path":
+        target = str(seeded)
+    elif alias == "relative":
+        target = "./sub/../ledger.db"
+        (folder / "sub").mkdir()
+    elif alias == "hard-link":
+        os.link(seeded, folder / "alias.db")
+        target = str(folder / "alias.db")
+    elif alias == "symlink":
+        os.symlink(seeded, folder / "alias.db")
+        target = str(folder / "alias.db")
+    elif alias == "linked-folder-wal":
+        os.symlink(folder, folder / "lnk")
+        target = str(folder / "lnk" / "ledger.db-wal")  # not there yet: caught by resolving
+    else:
+        target = f"{seeded}-{alias}"
+    result = run(*writer, target, db=seeded, cwd=folder)
+    line = one_line(result, 1)
+    assert "ledger.db" in line or "alias.db" in line, line
+    assert not Path(f"{seeded}-wal").exists()
+    assert _digest(seeded) == before
+    if alias in ("wal", "shm", "linked-folder-wal"):
+        # SQLite removes its companions when the last connection closes: the
+        # export must not have left a file of its own under that name.
+        assert not Path(target).exists()
+    assert verify_json(seeded)["ok"] is True
+
+
+@pytest.mark.parametrize("writer", WRITERS[:3], ids=lambda w: "-".join(w[:2]))
+def test_output_that_is_a_fifo_is_refused_not_replaced(
+    seeded: Path, writer: tuple[str, ...]
+) -> None:
+    """As root, `report 1 -o /dev/null` replaced /dev/null with a regular file: a
+    non-regular output (here a named pipe, which any user can make) is refused."""
+    fifo = seeded.parent / "pipe"
+    os.mkfifo(fifo)
+    result = run(*writer, str(fifo), db=seeded, timeout=60)
+    line = one_line(result, 1)
+    assert "regular file" in line, line
+    assert fifo.is_fifo()
+
+
+def test_pack_json_pack_never_aliases_its_fixture(tmp_path: Path) -> None:
+    fixture = tmp_path / "fixture.json"
+    fixture.write_bytes(FIXTURE.read_bytes())
+    before = fixture.read_bytes()
+    os.link(fixture, tmp_path / "hard.json")
+    for target in (fixture, tmp_path / "hard.json", tmp_path / "." / "fixture.json"):
+        result = run("pack", "--fixture", str(fixture), "--json-pack", str(target))
+        one_line(result, 2, prefix="context pack error: ")
+        assert fixture.read_bytes() == before
+
+
+def test_pack_json_pack_refuses_a_symbolic_link(tmp_path: Path) -> None:
+    """`pack --json-pack link` wrote through the link (the reference may do the
+    same: the ledger is safer and refuses, see `ledger pack --help`)."""
+    target = tmp_path / "elsewhere.json"
+    target.write_text("keep me\n", encoding="utf-8")
+    link = tmp_path / "pack.json"
+    os.symlink(target, link)
+    result = run("pack", "--json-pack", str(link))
+    line = one_line(result, 2, prefix="context pack error: ")
+    assert "symbolic link" in line, line
+    assert target.read_text(encoding="utf-8") == "keep me\n"
+    assert link.is_symlink()
+
+
+def test_pack_json_pack_does_not_create_a_dangling_links_folders(tmp_path: Path) -> None:
+    """A dangling link's target folders were created anywhere the link pointed."""
+    far = tmp_path / "far" / "away" / "pack.json"
+    link = tmp_path / "pack.json"
+    os.symlink(far, link)
+    result = run("pack", "--json-pack", str(link))
+    one_line(result, 2, prefix="context pack error: ")
+    assert not (tmp_path / "far").exists()
+
+
+def test_pack_json_pack_refuses_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "pack.json"
+    os.mkfifo(fifo)
+    result = run("pack", "--json-pack", str(fifo), timeout=60)
+    one_line(result, 2, prefix="context pack error: ")
+    assert fifo.is_fifo()
+
+
+def test_pack_json_pack_still_creates_missing_parents(tmp_path: Path) -> None:
+    """The seed-001 contract: parent folders are created (for a real path)."""
+    target = tmp_path / "new" / "dir" / "pack.json"
+    result = run("pack", "--json-pack", str(target))
+    no_traceback(result)
+    assert result.returncode == 0, result.stderr
+    assert target.is_file() and not target.is_symlink()
+    assert result.stdout.splitlines()[-1] == f"wrote {target}"
