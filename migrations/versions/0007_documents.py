@@ -64,9 +64,7 @@ def downgrade() -> None:
     with op.batch_alter_table("retractions", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_retractions_chunk_id"))
     op.drop_table("retractions")
-    with op.batch_alter_table("chunk_versions", schema=None) as batch_op:
-        batch_op.drop_column("loc_last")
-        batch_op.drop_column("loc_first")
-        batch_op.drop_column("loc_kind")
-        batch_op.drop_column("path")
-        batch_op.drop_column("title")
+    # In place (SQLite 3.35+ drops a column itself): a batch copy of
+    # `chunk_versions` would DROP TABLE under the decisions' foreign keys.
+    for column in ("loc_last", "loc_first", "loc_kind", "path", "title"):
+        op.drop_column("chunk_versions", column)
