@@ -38,7 +38,8 @@ def _many_packs(url: str, tmp: Path, packs: int, candidates: int) -> None:
     while done < packs:
         n = min(100, packs - done)
         lines = [
-            f'{{"subject": "default", "as_of": "2026-{1 + (done + i) % 12:02d}-{1 + (done + i) % 28:02d}", '
+            f'{{"subject": "default", "as_of": "2026-{1 + (done + i) % 12:02d}-'
+            f'{1 + (done + i) % 28:02d}", '
             f'"budget": {10_000 + 137 * (done + i)}}}'.encode()
             for i in range(n)
         ]
@@ -82,18 +83,32 @@ def bench_why(tmp: Path, packs: int, candidates: int) -> list[dict[str, Any]]:
     it2 = iter(sample * 3)
 
     def raw() -> None:
-        vids = [v for (v,) in con.execute("SELECT vid FROM chunk_versions WHERE chunk_id = ?", (next(it2),))]
+        vids = [
+            v
+            for (v,) in con.execute(
+                "SELECT vid FROM chunk_versions WHERE chunk_id = ?", (next(it2),)
+            )
+        ]
         for vid in vids:
             con.execute(
-                "SELECT d.pack_no, d.status, d.tokens, d.remaining, p.pack_digest, p.as_of, p.subject "
-                "FROM decisions d JOIN packs p ON p.pack_no = d.pack_no WHERE d.vid = ? ORDER BY d.pack_no DESC",
+                "SELECT d.pack_no, d.status, d.tokens, d.remaining, p.pack_digest, p.as_of, "
+                "p.subject "
+                "FROM decisions d JOIN packs p ON p.pack_no = d.pack_no WHERE d.vid = ? "
+                "ORDER BY d.pack_no DESC",
                 (vid,),
             ).fetchall()
 
     base = _time(raw)
     cmd = [sys.executable, "-m", "ledger_cli", "--db", str(db_file), "why-evicted", "--json"]
-    whole_none = _time(lambda: subprocess.run(cmd + ["--hints", "none", sample[0]], check=True, capture_output=True), 5)
-    whole_hint = _time(lambda: subprocess.run(cmd + [sample[0]], check=True, capture_output=True), 5)
+    whole_none = _time(
+        lambda: subprocess.run(
+            cmd + ["--hints", "none", sample[0]], check=True, capture_output=True
+        ),
+        5,
+    )
+    whole_hint = _time(
+        lambda: subprocess.run(cmd + [sample[0]], check=True, capture_output=True), 5
+    )
     start = _time(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), 5)
 
     t0 = time.perf_counter()
@@ -102,7 +117,8 @@ def bench_why(tmp: Path, packs: int, candidates: int) -> list[dict[str, Any]]:
     verify_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     for _ in con.execute(
-        "SELECT d.status, d.tokens, d.position, d.remaining, v.record_digest, v.required_permission, v.trust "
+        "SELECT d.status, d.tokens, d.position, d.remaining, v.record_digest, "
+        "v.required_permission, v.trust "
         "FROM decisions d JOIN chunk_versions v ON v.vid = d.vid ORDER BY d.pack_no"
     ):
         pass
@@ -110,19 +126,56 @@ def bench_why(tmp: Path, packs: int, candidates: int) -> list[dict[str, Any]]:
     engine.dispose()
     con.close()
     size_mb = db_file.stat().st_size / 1e6
-    note = f"{packs:,} packs x {candidates:,}: {n_dec:,} decisions, {size_mb:,.0f} MB, built in {setup_s:.0f} s"
+    note = (
+        f"{packs:,} packs x {candidates:,}: {n_dec:,} decisions, {size_mb:,.0f} MB, "
+        f"built in {setup_s:.0f} s"
+    )
     return [
-        {"bench": "why-evicted in-process, no hint", "ours": ours_none, "baseline": base, "unit": "s",
-         "target": "< 50 ms", "ok": ours_none < 0.05, "note": note},
-        {"bench": "why-evicted in-process, newest hint", "ours": ours_hint, "baseline": base, "unit": "s",
-         "target": "reported", "ok": True, "note": "hint re-runs the core on one pack"},
-        {"bench": "why-evicted whole command, no hint", "ours": whole_none, "baseline": start, "unit": "s",
-         "target": "< 600 ms", "ok": whole_none < 0.6, "note": "baseline: bare python start"},
-        {"bench": "why-evicted whole command, newest hint", "ours": whole_hint, "baseline": start, "unit": "s",
-         "target": "< 600 ms", "ok": whole_hint < 0.6, "note": "the default"},
-        {"bench": "verify", "ours": result.decisions / verify_s, "baseline": n_dec / raw_scan,
-         "unit": "decisions/s", "target": "reported", "ok": result.ok,
-         "note": f"{verify_s:.1f} s for {result.decisions:,} decisions (baseline: raw scan)"},
+        {
+            "bench": "why-evicted in-process, no hint",
+            "ours": ours_none,
+            "baseline": base,
+            "unit": "s",
+            "target": "< 50 ms",
+            "ok": ours_none < 0.05,
+            "note": note,
+        },
+        {
+            "bench": "why-evicted in-process, newest hint",
+            "ours": ours_hint,
+            "baseline": base,
+            "unit": "s",
+            "target": "reported",
+            "ok": True,
+            "note": "hint re-runs the core on one pack",
+        },
+        {
+            "bench": "why-evicted whole command, no hint",
+            "ours": whole_none,
+            "baseline": start,
+            "unit": "s",
+            "target": "< 600 ms",
+            "ok": whole_none < 0.6,
+            "note": "baseline: bare python start",
+        },
+        {
+            "bench": "why-evicted whole command, newest hint",
+            "ours": whole_hint,
+            "baseline": start,
+            "unit": "s",
+            "target": "< 600 ms",
+            "ok": whole_hint < 0.6,
+            "note": "the default",
+        },
+        {
+            "bench": "verify",
+            "ours": result.decisions / verify_s,
+            "baseline": n_dec / raw_scan,
+            "unit": "decisions/s",
+            "target": "reported",
+            "ok": result.ok,
+            "note": f"{verify_s:.1f} s for {result.decisions:,} decisions (baseline: raw scan)",
+        },
     ]
 
 
@@ -146,14 +199,24 @@ def bench_diff(tmp: Path, candidates: int) -> list[dict[str, Any]]:
         for p in (a, b):
             con.execute(
                 "SELECT d.vid, d.status, v.chunk_id, v.source_version FROM decisions d "
-                "JOIN chunk_versions v ON v.vid = d.vid WHERE d.pack_no = ?", (p,)
+                "JOIN chunk_versions v ON v.vid = d.vid WHERE d.pack_no = ?",
+                (p,),
             ).fetchall()
 
     base = _time(raw, 3)
     con.close()
     engine.dispose()
-    return [{"bench": f"diff of two {candidates:,}-candidate packs", "ours": t, "baseline": base, "unit": "s",
-             "target": "< 1 s", "ok": t < 1.0, "note": f"{changes:,} changes"}]
+    return [
+        {
+            "bench": f"diff of two {candidates:,}-candidate packs",
+            "ours": t,
+            "baseline": base,
+            "unit": "s",
+            "target": "< 1 s",
+            "ok": t < 1.0,
+            "note": f"{changes:,} changes",
+        }
+    ]
 
 
 def rows(quick: bool) -> list[dict[str, Any]]:

@@ -31,11 +31,23 @@ def _baseline(db_file: Path, candidates: list[Any], budget: int, vid_of: dict[st
 
     t0 = time.perf_counter()
     ctx = select(candidates, Request(AS_OF, frozenset(GRANTED), frozenset(ALLOWED), budget))
-    rows = [(10**6, vid_of[c.record_digest], 0, c.tokens, i, None, None) for i, c in enumerate(ctx.items)]
+    rows = [
+        (10**6, vid_of[c.record_digest], 0, c.tokens, i, None, None)
+        for i, c in enumerate(ctx.items)
+    ]
     for e in ctx.evicted:
         ref = e.detail.get("by") or e.detail.get("kept")
-        rows.append((10**6, vid_of[e.candidate.record_digest], REASON_CODES[e.reason], e.candidate.tokens, None,
-                     e.detail.get("remaining"), vid_of[ref["record_digest"]] if ref else None))
+        rows.append(
+            (
+                10**6,
+                vid_of[e.candidate.record_digest],
+                REASON_CODES[e.reason],
+                e.candidate.tokens,
+                None,
+                e.detail.get("remaining"),
+                vid_of[ref["record_digest"]] if ref else None,
+            )
+        )
     con = sqlite3.connect(db_file, isolation_level=None)
     # The ledger's own pragmas (ledger.store.engine): foreign keys are checked on every row.
     con.execute("PRAGMA foreign_keys=ON")
@@ -45,14 +57,21 @@ def _baseline(db_file: Path, candidates: list[Any], budget: int, vid_of: dict[st
     # The pack row the decisions reference, as the ledger writes it.
     con.execute(
         "INSERT INTO entries (seq, kind, payload_digest, prev_hash, entry_hash, recorded_at) "
-        "VALUES (?, 'pack', ?, ?, ?, '')", (10**6, "0" * 64, "0" * 64, "b" * 64))
+        "VALUES (?, 'pack', ?, ?, ?, '')",
+        (10**6, "0" * 64, "0" * 64, "b" * 64),
+    )
     con.execute(
-        "INSERT INTO packs (pack_no, entry_seq, ledger_mark, as_of, subject, budget, used, counter, "
-        "selector_version, scope, grants, policy, candidate_count, input_digest, pack_digest) "
-        "VALUES (?, ?, 0, ?, 'default', ?, 0, 'estimated_tokens', 'x', 'documents', '[]', '{}', ?, ?, ?)",
-        (10**6, 10**6, AS_OF, budget, len(rows), "0" * 64, "0" * 64))
+        "INSERT INTO packs (pack_no, entry_seq, ledger_mark, as_of, subject, budget, used, "
+        "counter, "
+        "selector_version, scope, grants, policy, candidate_count, input_digest, "
+        "pack_digest) "
+        "VALUES (?, ?, 0, ?, 'default', ?, 0, 'estimated_tokens', 'x', 'documents', '[]', "
+        "'{}', ?, ?, ?)",
+        (10**6, 10**6, AS_OF, budget, len(rows), "0" * 64, "0" * 64),
+    )
     con.executemany(
-        "INSERT INTO decisions (pack_no, vid, status, tokens, position, remaining, ref_vid) VALUES (?,?,?,?,?,?,?)",
+        "INSERT INTO decisions (pack_no, vid, status, tokens, position, remaining, ref_vid) "
+        "VALUES (?,?,?,?,?,?,?)",
         rows,
     )
     con.execute("COMMIT")
@@ -99,11 +118,27 @@ def bench_build(n: int, tmp: Path, extra_packs: int = 3) -> list[dict[str, Any]]
     per_eviction = (_file_bytes(db_file) - size0) / evictions
     ours = min(times)
     return [
-        {"bench": f"build {n:,} candidates", "ours": ours, "baseline": base, "unit": "s",
-         "target": "ratio <= 3", "ok": ours / base <= 3,
-         "note": f"{len(data['evicted']):,} evictions; baseline: select + raw sqlite3 insert, same pragmas"},
-        {"bench": f"db bytes per eviction ({n:,})", "ours": per_eviction, "baseline": None, "unit": "B",
-         "target": "<= 40", "ok": per_eviction <= 40, "note": "file growth incl. pack rows and index"},
+        {
+            "bench": f"build {n:,} candidates",
+            "ours": ours,
+            "baseline": base,
+            "unit": "s",
+            "target": "ratio <= 3",
+            "ok": ours / base <= 3,
+            "note": (
+                f"{len(data['evicted']):,} evictions; baseline: select + raw sqlite3 insert, "
+                "same pragmas"
+            ),
+        },
+        {
+            "bench": f"db bytes per eviction ({n:,})",
+            "ours": per_eviction,
+            "baseline": None,
+            "unit": "B",
+            "target": "<= 40",
+            "ok": per_eviction <= 40,
+            "note": "file growth incl. pack rows and index",
+        },
     ]
 
 
@@ -114,16 +149,29 @@ def bench_batch(lines: int, n: int, tmp: Path) -> list[dict[str, Any]]:
     db_file = tmp / "batch.db"
     url = f"sqlite:///{db_file}"
     setup_ledger(url, tmp / "batch.jsonl", n, 20_000)
-    raw = [f'{{"subject": "default", "as_of": "2026-{1 + i % 12:02d}-15", "budget": {5000 + i}}}'.encode()
-           for i in range(lines)]
+    raw = [
+        (
+            f'{{"subject": "default", "as_of": "2026-{1 + i % 12:02d}-15", "budget": {5000 + i}}}'
+        ).encode()
+        for i in range(lines)
+    ]
     engine = make_engine(url)
     t0 = time.perf_counter()
     result = run_batch(engine, "bench.jsonl", raw, "estimated_tokens", False)
     elapsed = time.perf_counter() - t0
     engine.dispose()
     rate = len(result.packs) / elapsed
-    return [{"bench": f"--batch {lines:,} lines x {n:,} candidates", "ours": rate, "baseline": None,
-             "unit": "packs/s", "target": "reported", "ok": True, "note": f"{elapsed:.1f} s"}]
+    return [
+        {
+            "bench": f"--batch {lines:,} lines x {n:,} candidates",
+            "ours": rate,
+            "baseline": None,
+            "unit": "packs/s",
+            "target": "reported",
+            "ok": True,
+            "note": f"{elapsed:.1f} s",
+        }
+    ]
 
 
 def rows(quick: bool) -> list[dict[str, Any]]:

@@ -154,13 +154,30 @@ def rows(quick: bool) -> list[dict[str, Any]]:
         first = first or growth
         target = "< 5 s" if n == 1_000_000 else "n log n growth"
         ok = (t < 5.0) if n == 1_000_000 else growth / first < 2.0
-        out.append({"bench": f"select {n:,} in-memory candidates", "ours": t, "baseline": floor, "unit": "s",
-                    "target": target, "ok": ok,
-                    "note": f"baseline: one sort; t/(n log n) x{growth / first:.2f} vs 10k"})
+        out.append(
+            {
+                "bench": f"select {n:,} in-memory candidates",
+                "ours": t,
+                "baseline": floor,
+                "unit": "s",
+                "target": target,
+                "ok": ok,
+                "note": f"baseline: one sort; t/(n log n) x{growth / first:.2f} vs 10k",
+            }
+        )
         del candidates, context
     runs = 5 if quick else 20
     base = median_run([sys.executable, "-c", "pass"], runs)
     pack = median_run([sys.executable, "-m", "ledger_cli", "pack"], runs)
-    out.append({"bench": "ledger pack, whole process (median)", "ours": pack, "baseline": base, "unit": "s",
-                "target": "< 150 ms", "ok": pack < 0.150, "note": "baseline: python -c pass"})
+    out.append(
+        {
+            "bench": "ledger pack, whole process (median)",
+            "ours": pack,
+            "baseline": base,
+            "unit": "s",
+            "target": "< 150 ms",
+            "ok": pack < 0.150,
+            "note": "baseline: python -c pass",
+        }
+    )
     return out

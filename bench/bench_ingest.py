@@ -86,7 +86,8 @@ def _rows(jsonl: Path) -> list[tuple[Any, ...]]:
 
 
 def _baseline(db_file: Path, rows: list[tuple[Any, ...]]) -> float:
-    """Seconds for a raw executemany of `rows` in one transaction, same pragmas as ledger.store.engine."""
+    """Seconds for a raw executemany of `rows` in one transaction, same pragmas as
+    ledger.store.engine."""
     from ledger.store.engine import BUSY_TIMEOUT_MS
 
     con = sqlite3.connect(db_file, isolation_level=None)
@@ -115,8 +116,8 @@ def _baseline(db_file: Path, rows: list[tuple[Any, ...]]) -> float:
 
 
 def _ours(db_file: Path, jsonl: Path, profile: bool) -> float:
-    from ledger.store.engine import make_engine
     from ledger.api import ingest_files as ingest
+    from ledger.store.engine import make_engine
 
     engine = make_engine("sqlite:///" + str(db_file))
     profiler = cProfile.Profile() if profile else None

@@ -51,8 +51,8 @@ def _median(fn: Any, repeat: int = 5) -> float:
 def bench_ingest(server: Any, n: int, tmp: Path) -> dict[str, Any]:
     from bench_ingest import COLUMNS, _rows
 
-    from ledger.store.engine import make_engine
     from ledger.api import ingest_files as ingest
+    from ledger.store.engine import make_engine
     from ledger.store.migrate import upgrade_to_head
     from tests.pgserver import create_database
 
@@ -65,12 +65,20 @@ def bench_ingest(server: Any, n: int, tmp: Path) -> dict[str, Any]:
     with _raw(base_url) as con:
         t0 = time.perf_counter()
         with con.transaction():
-            con.execute("INSERT INTO entries (seq, kind, payload_digest, prev_hash, entry_hash, recorded_at) "
-                        "VALUES (1, 'ingest', %s, %s, %s, '')", ("0" * 64, "0" * 64, "1" * 64))
-            con.execute("INSERT INTO batches (seq, read_count, new_count, unchanged_count, sources) "
-                        "VALUES (1, 0, 0, 0, '[]')")
+            con.execute(
+                "INSERT INTO entries (seq, kind, payload_digest, prev_hash, entry_hash, "
+                "recorded_at) "
+                "VALUES (1, 'ingest', %s, %s, %s, '')",
+                ("0" * 64, "0" * 64, "1" * 64),
+            )
+            con.execute(
+                "INSERT INTO batches (seq, read_count, new_count, unchanged_count, sources) "
+                "VALUES (1, 0, 0, 0, '[]')"
+            )
             marks = ", ".join(["%s"] * len(COLUMNS))
-            con.cursor().executemany(f"INSERT INTO chunk_versions ({', '.join(COLUMNS)}) VALUES ({marks})", rows)
+            con.cursor().executemany(
+                f"INSERT INTO chunk_versions ({', '.join(COLUMNS)}) VALUES ({marks})", rows
+            )
         base = time.perf_counter() - t0
     url = create_database(server, "bench_ingest")
     engine = make_engine(url)
@@ -79,16 +87,23 @@ def bench_ingest(server: Any, n: int, tmp: Path) -> dict[str, Any]:
     ingest(engine, [str(jsonl)])
     ours = time.perf_counter() - t0
     engine.dispose()
-    return {"bench": f"pg: ingest {n:,} chunks", "ours": ours, "baseline": base, "unit": "s",
-            "target": "ratio <= 3", "ok": ours / base <= 3, "note": "baseline: psycopg executemany"}
+    return {
+        "bench": f"pg: ingest {n:,} chunks",
+        "ours": ours,
+        "baseline": base,
+        "unit": "s",
+        "target": "ratio <= 3",
+        "ok": ours / base <= 3,
+        "note": "baseline: psycopg executemany",
+    }
 
 
 def bench_build(server: Any, n: int, tmp: Path) -> dict[str, Any]:
     from ledger.core.reasons import REASON_CODES
+    from ledger.core.select import Request, select
     from ledger.store.build import build_pack, load_candidates
     from ledger.store.chain import read_head
     from ledger.store.engine import make_engine, read_transaction
-    from ledger.core.select import Request, select
     from tests.pgserver import create_database
 
     url = create_database(server, f"bench_build_{n}")
@@ -100,26 +115,47 @@ def bench_build(server: Any, n: int, tmp: Path) -> dict[str, Any]:
 
     def baseline() -> None:
         ctx = select(candidates, Request(AS_OF, frozenset(GRANTED), frozenset(ALLOWED), budget))
-        rows = [(10**6, vid_of[c.record_digest], 0, c.tokens, i, None, None) for i, c in enumerate(ctx.items)]
+        rows = [
+            (10**6, vid_of[c.record_digest], 0, c.tokens, i, None, None)
+            for i, c in enumerate(ctx.items)
+        ]
         for e in ctx.evicted:
             ref = e.detail.get("by") or e.detail.get("kept")
-            rows.append((10**6, vid_of[e.candidate.record_digest], REASON_CODES[e.reason], e.candidate.tokens,
-                         None, e.detail.get("remaining"), vid_of[ref["record_digest"]] if ref else None))
+            rows.append(
+                (
+                    10**6,
+                    vid_of[e.candidate.record_digest],
+                    REASON_CODES[e.reason],
+                    e.candidate.tokens,
+                    None,
+                    e.detail.get("remaining"),
+                    vid_of[ref["record_digest"]] if ref else None,
+                )
+            )
         with _raw(url) as con:
             with con.transaction():
                 con.execute("SET LOCAL session_replication_role = replica")  # no FK to a pack row
                 con.cursor().executemany(
-                    "INSERT INTO decisions (pack_no, vid, status, tokens, position, remaining, ref_vid) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s)", rows)
+                    "INSERT INTO decisions (pack_no, vid, status, tokens, position, remaining, "
+                    "ref_vid) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    rows,
+                )
             con.execute("DELETE FROM decisions WHERE pack_no = %s", (10**6,))
             con.commit()
 
     base = min(_time_once(baseline) for _ in range(2))
     ours = min(_time_once(lambda: build_pack(engine, AS_OF, budget=budget)) for _ in range(2))
     engine.dispose()
-    return {"bench": f"pg: build {n:,} candidates", "ours": ours, "baseline": base, "unit": "s",
-            "target": "ratio <= 3", "ok": ours / base <= 3,
-            "note": "baseline: in-memory select + psycopg executemany"}
+    return {
+        "bench": f"pg: build {n:,} candidates",
+        "ours": ours,
+        "baseline": base,
+        "unit": "s",
+        "target": "ratio <= 3",
+        "ok": ours / base <= 3,
+        "note": "baseline: in-memory select + psycopg executemany",
+    }
 
 
 def _time_once(fn: Any) -> float:
@@ -155,12 +191,20 @@ def bench_audit(server: Any, packs: int, tmp: Path, diff_n: int) -> list[dict[st
         it2 = iter(sample)
 
         def raw() -> None:
-            vids = [v for (v,) in con.execute("SELECT vid FROM chunk_versions WHERE chunk_id = %s", (next(it2),))]
+            vids = [
+                v
+                for (v,) in con.execute(
+                    "SELECT vid FROM chunk_versions WHERE chunk_id = %s", (next(it2),)
+                )
+            ]
             for vid in vids:
                 con.execute(
-                    "SELECT d.pack_no, d.status, d.tokens, d.remaining, p.pack_digest, p.as_of, p.subject "
+                    "SELECT d.pack_no, d.status, d.tokens, d.remaining, p.pack_digest, p.as_of, "
+                    "p.subject "
                     "FROM decisions d JOIN packs p ON p.pack_no = d.pack_no WHERE d.vid = %s "
-                    "ORDER BY d.pack_no DESC", (vid,)).fetchall()
+                    "ORDER BY d.pack_no DESC",
+                    (vid,),
+                ).fetchall()
 
         t_raw = _median(raw, 7)
         t0 = time.perf_counter()
@@ -168,22 +212,42 @@ def bench_audit(server: Any, packs: int, tmp: Path, diff_n: int) -> list[dict[st
             result = verify(conn)
         verify_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        with con.cursor(name="scan") as cur:  # server-side cursor: the scan streams, as verify's does
+        with con.cursor(
+            name="scan"
+        ) as cur:  # server-side cursor: the scan streams, as verify's does
             cur.itersize = 50_000
-            cur.execute("SELECT d.status, d.tokens, d.position, d.remaining, v.record_digest, "
-                        "v.required_permission, v.trust FROM decisions d JOIN chunk_versions v ON v.vid = d.vid "
-                        "ORDER BY d.pack_no")
+            cur.execute(
+                "SELECT d.status, d.tokens, d.position, d.remaining, v.record_digest, "
+                "v.required_permission, v.trust FROM decisions d "
+                "JOIN chunk_versions v ON v.vid = d.vid "
+                "ORDER BY d.pack_no"
+            )
             for _ in cur:
                 pass
         raw_scan = time.perf_counter() - t0
         size_mb = con.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 1e6
     out = [
-        {"bench": "pg: why-evicted in-process, no hint", "ours": t_ours, "baseline": t_raw, "unit": "s",
-         "target": "< 50 ms", "ok": t_ours < 0.05,
-         "note": f"{packs:,} packs x 10,000: {n_dec:,} decisions, {size_mb:,.0f} MB, built in {setup_s:.0f} s"},
-        {"bench": "pg: verify", "ours": result.decisions / verify_s, "baseline": n_dec / raw_scan,
-         "unit": "decisions/s", "target": "reported", "ok": result.ok,
-         "note": f"{verify_s:.1f} s for {result.decisions:,} decisions (baseline: psycopg scan)"},
+        {
+            "bench": "pg: why-evicted in-process, no hint",
+            "ours": t_ours,
+            "baseline": t_raw,
+            "unit": "s",
+            "target": "< 50 ms",
+            "ok": t_ours < 0.05,
+            "note": (
+                f"{packs:,} packs x 10,000: {n_dec:,} decisions, {size_mb:,.0f} MB, "
+                f"built in {setup_s:.0f} s"
+            ),
+        },
+        {
+            "bench": "pg: verify",
+            "ours": result.decisions / verify_s,
+            "baseline": n_dec / raw_scan,
+            "unit": "decisions/s",
+            "target": "reported",
+            "ok": result.ok,
+            "note": f"{verify_s:.1f} s for {result.decisions:,} decisions (baseline: psycopg scan)",
+        },
     ]
     engine.dispose()
 
@@ -196,15 +260,28 @@ def bench_audit(server: Any, packs: int, tmp: Path, diff_n: int) -> list[dict[st
 
     t = _median(ours_diff, 3)
     with _raw(url) as con:
+
         def raw_diff() -> None:
             for p in (a, b):
-                con.execute("SELECT d.vid, d.status, v.chunk_id, v.source_version FROM decisions d "
-                            "JOIN chunk_versions v ON v.vid = d.vid WHERE d.pack_no = %s", (p,)).fetchall()
+                con.execute(
+                    "SELECT d.vid, d.status, v.chunk_id, v.source_version FROM decisions d "
+                    "JOIN chunk_versions v ON v.vid = d.vid WHERE d.pack_no = %s",
+                    (p,),
+                ).fetchall()
 
         base = _median(raw_diff, 3)
     engine.dispose()
-    out.append({"bench": f"pg: diff of two {diff_n:,}-candidate packs", "ours": t, "baseline": base, "unit": "s",
-                "target": "< 1 s", "ok": t < 1.0, "note": "baseline: psycopg reading both packs"})
+    out.append(
+        {
+            "bench": f"pg: diff of two {diff_n:,}-candidate packs",
+            "ours": t,
+            "baseline": base,
+            "unit": "s",
+            "target": "< 1 s",
+            "ok": t < 1.0,
+            "note": "baseline: psycopg reading both packs",
+        }
+    )
     return out
 
 

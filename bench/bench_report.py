@@ -72,10 +72,10 @@ def _load_times(paths: list[Path], runs: int = 3) -> dict[Path, tuple[float, flo
 
 
 def bench_report(n: int, tmp: Path, quick: bool) -> list[dict[str, Any]]:
+    from ledger.report import diff_report, pack_report
     from ledger.store.build import build_pack
     from ledger.store.engine import make_engine, read_transaction
     from ledger.store.packs import pack_json
-    from ledger.report import diff_report, pack_report
 
     url = f"sqlite:///{tmp / 'report.db'}"
     budget = n * 20

@@ -265,10 +265,24 @@ def rows(quick: bool) -> list[dict[str, object]]:
             raise RuntimeError("continuation.md over budget")
         note = f"{exchanges:,} exchanges, {size / 1e6:.0f} MB; baseline: read+sha256+write"
         return [
-            {"bench": f"transcript export ({size / 1e6:.0f} MB)", "ours": wall, "baseline": base_wall,
-             "unit": "s", "target": "< 20 s", "ok": wall < TARGET_SECONDS, "note": note,
-             "peak_mb": rss / 1e6},
-            {"bench": "transcript export: peak memory", "ours": rss / 1e6, "baseline": base_rss / 1e6,
-             "unit": "MB", "target": "< 1 GB", "ok": rss < TARGET_BYTES, "note": "the export process alone",
-             "peak_mb": rss / 1e6},
+            {
+                "bench": f"transcript export ({size / 1e6:.0f} MB)",
+                "ours": wall,
+                "baseline": base_wall,
+                "unit": "s",
+                "target": "< 20 s",
+                "ok": wall < TARGET_SECONDS,
+                "note": note,
+                "peak_mb": rss / 1e6,
+            },
+            {
+                "bench": "transcript export: peak memory",
+                "ours": rss / 1e6,
+                "baseline": base_rss / 1e6,
+                "unit": "MB",
+                "target": "< 1 GB",
+                "ok": rss < TARGET_BYTES,
+                "note": "the export process alone",
+                "peak_mb": rss / 1e6,
+            },
         ]

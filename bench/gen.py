@@ -19,7 +19,9 @@ GRANTED = PERMISSIONS[:4]
 TRUST = ("application-policy", "confirmed-state", "approved-source", "user-input", "unverified")
 ALLOWED = TRUST[:4]
 SECTIONS = ("policy", "state", "evidence", "current-input")
-WORDS = "refund policy order carrier delay window customer region evidence summary state note".split()
+WORDS = (
+    "refund policy order carrier delay window customer region evidence summary state note".split()
+)
 
 
 def records(n: int, seed: int = 1, content_bytes: int = 400) -> Iterator[dict[str, Any]]:
@@ -78,9 +80,9 @@ def write_jsonl(path: Path, n: int, seed: int = 1, content_bytes: int = 400) -> 
 
 def setup_ledger(url: str, path: Path, n: int, budget: int) -> None:
     """A migrated ledger holding `n` generated chunks, grants and a policy."""
+    from ledger.api import ingest_files as ingest
     from ledger.store.access import change_grants, set_policy
     from ledger.store.engine import make_engine
-    from ledger.api import ingest_files as ingest
     from ledger.store.migrate import upgrade_to_head
 
     engine = make_engine(url, create=True)

@@ -22,8 +22,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MODULES = [
-    "core", "ingest", "build", "audit", "transcript", "report", "pg", "search", "integrations",
-    "documents", "proofs",
+    "core",
+    "ingest",
+    "build",
+    "audit",
+    "transcript",
+    "report",
+    "pg",
+    "search",
+    "integrations",
+    "documents",
+    "proofs",
 ]
 
 CHILD = r"""
@@ -42,9 +51,18 @@ def run_module(name: str, quick: bool) -> list[dict]:
     code = CHILD.format(here=str(HERE), name=name, quick=quick)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:
-        return [{"bench": f"{name}: FAILED", "ours": None, "baseline": None, "unit": "",
-                 "target": "", "ok": False, "note": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""}]
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("ROWS "))
+        return [
+            {
+                "bench": f"{name}: FAILED",
+                "ours": None,
+                "baseline": None,
+                "unit": "",
+                "target": "",
+                "ok": False,
+                "note": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "",
+            }
+        ]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("ROWS "))
     return json.loads(line[5:])
 
 
@@ -66,9 +84,11 @@ def main() -> None:
         got = run_module(name, args.quick)
         print(f"# {name}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
         rows += got
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, {'quick' if args.quick else 'full'} sizes, "
-          f"{time.time() - started:.0f} s")
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M')} on {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, {'quick' if args.quick else 'full'} sizes, "
+        f"{time.time() - started:.0f} s"
+    )
     print_table(rows)
     _ = resource
 

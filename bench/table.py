@@ -25,16 +25,23 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             rate = str(r.get("unit", "")).endswith("/s")
             ratio = r["baseline"] / r["ours"] if rate else r["ours"] / r["baseline"]
         peak = r.get("peak_mb")
-        body.append((
-            r["bench"], fmt(r.get("ours"), r["unit"]), fmt(r.get("baseline"), r["unit"]),
-            f"{ratio:.2f}" if ratio is not None else "-", r.get("target", ""),
-            "yes" if r.get("ok") else "NO", f"{peak:,.0f} MB" if peak else "-", r.get("note", ""),
-        ))
+        body.append(
+            (
+                r["bench"],
+                fmt(r.get("ours"), r["unit"]),
+                fmt(r.get("baseline"), r["unit"]),
+                f"{ratio:.2f}" if ratio is not None else "-",
+                r.get("target", ""),
+                "yes" if r.get("ok") else "NO",
+                f"{peak:,.0f} MB" if peak else "-",
+                r.get("note", ""),
+            )
+        )
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     print("  ".join("-" * w for w in widths))
     for b in body:
-        print("  ".join(c.ljust(w) for c, w in zip(b, widths)))
+        print("  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)))
 
 
 def run_main(doc: str | None, rows: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import click
+
 from ledger_cli.common import echo_json, json_option, pass_ledger
 
 if TYPE_CHECKING:
@@ -92,8 +93,13 @@ def policy_group() -> None:
 
 
 @policy_group.command("set")
-@click.option("--allow-trust", "allow_trust", multiple=True, metavar="LABEL",
-              help="A trust label to allow; repeat for several. Replaces the allowed set.")
+@click.option(
+    "--allow-trust",
+    "allow_trust",
+    multiple=True,
+    metavar="LABEL",
+    help="A trust label to allow; repeat for several. Replaces the allowed set.",
+)
 @click.option("--budget", type=int, help="Default token budget of builds.")
 @pass_ledger
 def policy_set_command(lg: Ledger, allow_trust: tuple[str, ...], budget: int | None) -> None:
@@ -134,4 +140,6 @@ def policy_show_command(lg: Ledger, as_json: bool) -> None:
     click.echo(f"allowed trust: {', '.join(current['allowed_trust'])}")
     click.echo(f"budget: {current['budget'] if current['budget'] is not None else 'not set'}")
     for h in state.data["history"]:
-        click.echo(f"  entry {h['entry']}: allow {', '.join(h['allowed_trust'])}; budget {h['budget']}")
+        click.echo(
+            f"  entry {h['entry']}: allow {', '.join(h['allowed_trust'])}; budget {h['budget']}"
+        )

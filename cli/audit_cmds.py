@@ -6,6 +6,7 @@ import sys
 from typing import TYPE_CHECKING
 
 import click
+
 from ledger_cli.common import echo_json, json_option, pass_ledger
 
 if TYPE_CHECKING:
@@ -14,12 +15,22 @@ if TYPE_CHECKING:
 
 @click.command("why-evicted")
 @click.argument("ref")
-@click.option("--pack", "pack_ref", metavar="PACK", help="Only this pack (number or digest prefix).")
-@click.option("--hints", type=click.Choice(["newest", "all", "none"]), default="newest", show_default=True,
-              help="Compute what would have admitted it for the newest eviction of each version, every eviction, or none.")
+@click.option(
+    "--pack", "pack_ref", metavar="PACK", help="Only this pack (number or digest prefix)."
+)
+@click.option(
+    "--hints",
+    type=click.Choice(["newest", "all", "none"]),
+    default="newest",
+    show_default=True,
+    help="Compute what would have admitted it for the newest eviction of each version, "
+    "every eviction, or none.",
+)
 @json_option
 @pass_ledger
-def why_evicted_command(lg: Ledger, ref: str, pack_ref: str | None, hints: str, as_json: bool) -> None:
+def why_evicted_command(
+    lg: Ledger, ref: str, pack_ref: str | None, hints: str, as_json: bool
+) -> None:
     """Why did the agent not know X? Every pack that considered it, newest first.
 
     REF is a chunk id, a content or record digest, or a unique hex prefix (8+).
@@ -39,14 +50,23 @@ def why_evicted_command(lg: Ledger, ref: str, pack_ref: str | None, hints: str, 
     click.echo(why_evicted_sentence(result))
     for v in result["versions"]:
         click.echo("")
-        click.echo(f"{v['id']}@{v['source_version']}  record {v['record_digest'][:16]}  content {v['content_digest'][:16]}  ingested at entry {v['ingested_at_entry']}")
+        click.echo(
+            f"{v['id']}@{v['source_version']}  record {v['record_digest'][:16]}  content "
+            f"{v['content_digest'][:16]}  ingested at entry {v['ingested_at_entry']}"
+        )
         if not v["decisions"]:
             click.echo(f"  not considered: {v['not_considered']}")
         for d in v["decisions"]:
             if d["admitted"]:
-                click.echo(f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): admitted, {d['tokens']} tokens")
+                click.echo(
+                    f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): admitted, {d['tokens']} "
+                    "tokens"
+                )
                 continue
-            click.echo(f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): {d['reason']} ({short_detail(d['reason'], d['detail'])})")
+            click.echo(
+                f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): {d['reason']} "
+                f"({short_detail(d['reason'], d['detail'])})"
+            )
             if "would_admit" in d:
                 click.echo(f"    would admit it: {describe_hint(d['would_admit'])}")
 
@@ -70,9 +90,11 @@ def diff_command(lg: Ledger, pack_a: str, pack_b: str, as_json: bool) -> None:
         echo_json(result)
         return
     click.echo(
-        f"pack {result['from']} -> {result['to']}: used {result['used']['from']} -> {result['used']['to']}, "
+        f"pack {result['from']} -> {result['to']}: used {result['used']['from']} -> "
+        f"{result['used']['to']}, "
         f"budget {result['budget']['from']} -> {result['budget']['to']}, "
-        f"as of {result['as_of']['from']} -> {result['as_of']['to']}; {len(result['changes'])} changes"
+        f"as of {result['as_of']['from']} -> {result['as_of']['to']}; {len(result['changes'])} "
+        "changes"
     )
     for c in result["changes"]:
         click.echo(f"  {c['id']}: {_state(c['from'])} -> {_state(c['to'])}  [{c['cause']}]")
@@ -86,15 +108,25 @@ def _state(s: dict[str, object]) -> str:
 
 
 @click.command("verify")
-@click.option("--checkpoint", metavar="SEQ:HASH|FILE",
-              help="Also prove the ledger still extends this `ledger head`, or this `ledger checkpoint` file.")
-@click.option("--since", metavar="FILE",
-              help="Check only the entries after this checkpoint file, and that the tree extends it.")
-@click.option("--vkey", metavar="VKEY", help="The checkpoint file must be signed by this verifier key.")
+@click.option(
+    "--checkpoint",
+    metavar="SEQ:HASH|FILE",
+    help="Also prove the ledger still extends this `ledger head`, "
+    "or this `ledger checkpoint` file.",
+)
+@click.option(
+    "--since",
+    metavar="FILE",
+    help="Check only the entries after this checkpoint file, and that the tree extends it.",
+)
+@click.option(
+    "--vkey", metavar="VKEY", help="The checkpoint file must be signed by this verifier key."
+)
 @json_option
 @pass_ledger
-def verify_command(lg: Ledger, checkpoint: str | None, since: str | None, vkey: str | None,
-                   as_json: bool) -> None:
+def verify_command(
+    lg: Ledger, checkpoint: str | None, since: str | None, vkey: str | None, as_json: bool
+) -> None:
     """Recompute every digest and the hash chain; name the first bad entry (exit 4).
 
     \b
@@ -114,10 +146,15 @@ def verify_command(lg: Ledger, checkpoint: str | None, since: str | None, vkey: 
     if as_json:
         echo_json(result.to_json())
     elif result.ok and result.since is not None:
-        click.echo(f"ok: {result.checked} entries after checkpoint {result.since} and the tree's "
-                   f"consistency with it verified in {elapsed:.2f}s; head {result.head}")
+        click.echo(
+            f"ok: {result.checked} entries after checkpoint {result.since} and the tree's "
+            f"consistency with it verified in {elapsed:.2f}s; head {result.head}"
+        )
     elif result.ok:
-        click.echo(f"ok: {result.entries} entries, {result.decisions} decisions verified in {elapsed:.2f}s; head {result.head}")
+        click.echo(
+            f"ok: {result.entries} entries, {result.decisions} decisions verified in "
+            f"{elapsed:.2f}s; head {result.head}"
+        )
     else:
         bad = result.first_bad
         assert bad is not None
@@ -127,11 +164,13 @@ def verify_command(lg: Ledger, checkpoint: str | None, since: str | None, vkey: 
 
 
 @click.command("head")
-@click.option("--at", "at", type=click.IntRange(min=1), metavar="SEQ", help="Entry SEQ instead of the newest.")
+@click.option(
+    "--at", "at", type=click.IntRange(min=1), metavar="SEQ", help="Entry SEQ instead of the newest."
+)
 @json_option
 @pass_ledger
 def head_command(lg: Ledger, at: int | None, as_json: bool) -> None:
-    """Print the newest entry (or entry SEQ) as a checkpoint SEQ:HASH (keep it; verify against it later).
+    """Print the newest entry (or entry SEQ) as a checkpoint SEQ:HASH, to verify against later.
 
     \b
     ledger head > checkpoint.txt

@@ -10,6 +10,7 @@ from functools import update_wrapper
 from typing import Any
 
 import click
+
 from ledger_cli.main import Settings
 
 json_option = click.option(

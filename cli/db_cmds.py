@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from ledger_cli.main import Settings, pass_settings
 
 

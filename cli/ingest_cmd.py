@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
+
 from ledger_cli.common import byte_progress, echo_json, json_option, pass_ledger, render_table
 
 if TYPE_CHECKING:
@@ -29,29 +30,59 @@ if TYPE_CHECKING:
     "applied); jsonl: one record per line; transcript: a chat transcript's exchanges "
     "(see `ledger transcript`).",
 )
-@click.option("--priorities", type=click.Path(dir_okay=False), metavar="SIDECAR.json",
-              help="With --format transcript: the priorities sidecar of `ledger transcript annotate` "
-                   "(default: every exchange normal).")
-@click.option("--id-prefix", metavar="PREFIX",
-              help="With --format transcript: chunk ids are PREFIX + e001, ... (default: the file's "
-                   "name, e.g. chat- for chat.jsonl).")
-@click.option("--from", "source_format", type=click.Choice(["claude-code", "codex"]), default=None,
-              help="With --format transcript: read a real Claude Code session or Codex rollout "
-                   "as it is (see `ledger transcript annotate --help`); chunk ids are "
-                   "<session>-e001, ...")
-@click.option("--rules", "rules", type=click.Path(dir_okay=False), metavar="RULES.toml",
-              help="Documents: FILES are Markdown, HTML, text or PDF files and folders, chunked "
-                   "by heading; the rules file gives their metadata (README: Documents and rules).")
-@click.option("--source-version", metavar="V", help="With --rules: this run's source_version "
-              "instead of the rules file's `version`.")
-@click.option("--effective-from", metavar="DATE", help="With --rules: this run's effective_from "
-              "instead of the rules file's.")
+@click.option(
+    "--priorities",
+    type=click.Path(dir_okay=False),
+    metavar="SIDECAR.json",
+    help="With --format transcript: the priorities sidecar of `ledger transcript annotate` "
+    "(default: every exchange normal).",
+)
+@click.option(
+    "--id-prefix",
+    metavar="PREFIX",
+    help="With --format transcript: chunk ids are PREFIX + e001, ... (default: the file's "
+    "name, e.g. chat- for chat.jsonl).",
+)
+@click.option(
+    "--from",
+    "source_format",
+    type=click.Choice(["claude-code", "codex"]),
+    default=None,
+    help="With --format transcript: read a real Claude Code session or Codex rollout "
+    "as it is (see `ledger transcript annotate --help`); chunk ids are "
+    "<session>-e001, ...",
+)
+@click.option(
+    "--rules",
+    "rules",
+    type=click.Path(dir_okay=False),
+    metavar="RULES.toml",
+    help="Documents: FILES are Markdown, HTML, text or PDF files and folders, chunked "
+    "by heading; the rules file gives their metadata (README: Documents and rules).",
+)
+@click.option(
+    "--source-version",
+    metavar="V",
+    help="With --rules: this run's source_version instead of the rules file's `version`.",
+)
+@click.option(
+    "--effective-from",
+    metavar="DATE",
+    help="With --rules: this run's effective_from instead of the rules file's.",
+)
 @json_option
 @pass_ledger
 def ingest_command(
-    lg: Ledger, files: tuple[str, ...], fmt: str, priorities: str | None,
-    id_prefix: str | None, source_format: str | None, rules: str | None,
-    source_version: str | None, effective_from: str | None, as_json: bool,
+    lg: Ledger,
+    files: tuple[str, ...],
+    fmt: str,
+    priorities: str | None,
+    id_prefix: str | None,
+    source_format: str | None,
+    rules: str | None,
+    source_version: str | None,
+    effective_from: str | None,
+    as_json: bool,
 ) -> None:
     """Store chunk versions: all or nothing per run, one ingest entry in the chain.
 
@@ -68,9 +99,15 @@ def ingest_command(
     if rules is not None:
         with _document_progress() as shown:
             docs = lg.ingest_paths(
-                files, format=fmt, priorities=priorities, id_prefix=id_prefix,
-                source_format=source_format, rules=rules, source_version=source_version,
-                effective_from=effective_from, progress=shown,
+                files,
+                format=fmt,
+                priorities=priorities,
+                id_prefix=id_prefix,
+                source_format=source_format,
+                rules=rules,
+                source_version=source_version,
+                effective_from=effective_from,
+                progress=shown,
             )
         _render_documents(docs, as_json)
         return
@@ -79,7 +116,11 @@ def ingest_command(
     total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
     with byte_progress(total, "ingest") as progress:
         summary = lg.ingest_paths(
-            files, format=fmt, progress=progress, priorities=priorities, id_prefix=id_prefix,
+            files,
+            format=fmt,
+            progress=progress,
+            priorities=priorities,
+            id_prefix=id_prefix,
             source_format=source_format,
         )
     for note in summary.notes:

@@ -158,8 +158,7 @@ def database_failure(exc: BaseException) -> str | None:
     low = reason.lower()
     if "read-only" in low or "readonly" in low or "read only" in low or "hot standby" in low:
         advice = (
-            "the database is read-only for this connection; "
-            "run it where the ledger may be written"
+            "the database is read-only for this connection; run it where the ledger may be written"
         )
     elif "permission denied" in low or "privilege" in low or "must be owner" in low:
         advice = "the database user lacks a privilege; grant it, or connect as the ledger's owner"

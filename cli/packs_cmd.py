@@ -7,9 +7,9 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import click
-from ledger_cli.common import echo_json, json_option, pass_ledger, render_table
 
 from ledger.core.reasons import short_detail
+from ledger_cli.common import echo_json, json_option, pass_ledger, render_table
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -18,17 +18,22 @@ if TYPE_CHECKING:
 def render_pack(data: dict[str, Any]) -> str:
     """The readable form of a pack: header, one table, evictions by reason."""
     lines = [
-        f"pack {data['pack']} (entry {data['entry']}): subject {data['subject']}, as of {data['as_of']}, "
+        f"pack {data['pack']} (entry {data['entry']}): subject {data['subject']}, as of "
+        f"{data['as_of']}, "
         f"ledger mark {data['ledger_mark']}",
-        f"used {data['used']} of {data['budget']} ({data['counter']}), remaining {data['remaining']}; "
-        f"{len(data['admitted'])} admitted, {len(data['evicted'])} evicted of {data['candidates']} candidates",
+        f"used {data['used']} of {data['budget']} ({data['counter']}), remaining "
+        f"{data['remaining']}; "
+        f"{len(data['admitted'])} admitted, {len(data['evicted'])} evicted of "
+        f"{data['candidates']} candidates",
         f"pack digest {data['pack_digest']}",
         "",
     ]
     r = data.get("retrieval")
     if r is not None:
-        asked = f'query "{r["query"]}", top {r["top"]}' if r["query"] is not None else (
-            f"candidates file {r['candidates_digest'][:16]}"
+        asked = (
+            f'query "{r["query"]}", top {r["top"]}'
+            if r["query"] is not None
+            else (f"candidates file {r['candidates_digest'][:16]}")
         )
         ranked = ", ".join(f"{x['rank']}. {x['id']}" for x in r["ranked"][:10])
         more = f" (+{len(r['ranked']) - 10} more)" if len(r["ranked"]) > 10 else ""
@@ -37,23 +42,37 @@ def render_pack(data: dict[str, Any]) -> str:
     if t is not None:
         span = f" span {t['span_id']}" if t["span_id"] else ""
         lines[-1:-1] = [f"trace {t['trace_id']}{span}"]
-    rows = [(a["section"], a["id"], a["source_version"], str(a["tokens"]), "admitted") for a in data["admitted"]]
+    rows = [
+        (a["section"], a["id"], a["source_version"], str(a["tokens"]), "admitted")
+        for a in data["admitted"]
+    ]
     rows += [
-        ("-", e["id"], e["source_version"], str(e["tokens"]), f"{e['reason']} ({short_detail(e['reason'], e['detail'])})")
+        (
+            "-",
+            e["id"],
+            e["source_version"],
+            str(e["tokens"]),
+            f"{e['reason']} ({short_detail(e['reason'], e['detail'])})",
+        )
         for e in data["evicted"]
     ]
     lines.append(render_table(("section", "id", "version", "tokens", "reason"), rows))
     counts = Counter(e["reason"] for e in data["evicted"])
     lines.append("")
     lines.append(
-        "evictions: " + (", ".join(f"{r} {n}" for r, n in sorted(counts.items())) if counts else "none")
+        "evictions: "
+        + (", ".join(f"{r} {n}" for r, n in sorted(counts.items())) if counts else "none")
     )
     return "\n".join(lines)
 
 
 @click.command("packs")
-@click.option("--trace-id", "trace_id", metavar="HEX32",
-              help="Only the packs built in this OpenTelemetry trace (32 hex digits).")
+@click.option(
+    "--trace-id",
+    "trace_id",
+    metavar="HEX32",
+    help="Only the packs built in this OpenTelemetry trace (32 hex digits).",
+)
 @json_option
 @pass_ledger
 def packs_command(lg: Ledger, trace_id: str | None, as_json: bool) -> None:
@@ -74,11 +93,23 @@ def packs_command(lg: Ledger, trace_id: str | None, as_json: bool) -> None:
             return
         click.echo("no packs recorded; run `ledger build --as-of DATE`", err=True)
         return
-    click.echo(render_table(
-        ("pack", "entry", "subject", "as_of", "used", "budget", "digest"),
-        [(str(p["pack"]), str(p["entry"]), p["subject"], p["as_of"], str(p["used"]), str(p["budget"]),
-          p["pack_digest"][:12]) for p in items],
-    ))
+    click.echo(
+        render_table(
+            ("pack", "entry", "subject", "as_of", "used", "budget", "digest"),
+            [
+                (
+                    str(p["pack"]),
+                    str(p["entry"]),
+                    p["subject"],
+                    p["as_of"],
+                    str(p["used"]),
+                    str(p["budget"]),
+                    p["pack_digest"][:12],
+                )
+                for p in items
+            ],
+        )
+    )
 
 
 @click.command("show")
@@ -103,9 +134,18 @@ def show_command(lg: Ledger, pack: str, as_json: bool) -> None:
 
 @click.command("export")
 @click.argument("pack")
-@click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True)
-@click.option("--with-content", is_flag=True, help="Include chunk bodies (they are left out by default).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE (owner-only) instead of stdout.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True
+)
+@click.option(
+    "--with-content", is_flag=True, help="Include chunk bodies (they are left out by default)."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write to FILE (owner-only) instead of stdout.",
+)
 @pass_ledger
 def export_command(lg: Ledger, pack: str, fmt: str, with_content: bool, output: str | None) -> None:
     """The pack for a model or a file: a JSON manifest with provenance, or Markdown.

@@ -74,7 +74,7 @@ def checkpoint_group(
     if output is not None:
         from ledger_cli.packs_cmd import write_private
 
-        write_private(output, result.note)
+        write_private(output, result.note, settings.ledger(ctx))
         click.echo(f"wrote {os.path.abspath(output)}", err=True)
     if as_json:
         echo_json(result.to_json())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import click
+
 from ledger_cli.common import echo_json, json_option, pass_ledger
 
 if TYPE_CHECKING:

@@ -169,7 +169,7 @@ class Ledger:
         format: str = "auto",  # noqa: A002 - the command's option name
         priorities: str | None = None,
         id_prefix: str | None = None,
-        progress: Progress | None = None,
+        progress: Callable[..., None] | None = None,
         source_format: str | None = None,
         rules: str | os.PathLike[str] | None = None,
         source_version: str | None = None,
@@ -282,9 +282,7 @@ class Ledger:
         with self._read() as conn:
             current = access.policy_at(conn)
             history = access.policy_history(conn)
-        return PolicyState(
-            {"policy": current.to_json() if current else None, "history": history}
-        )
+        return PolicyState({"policy": current.to_json() if current else None, "history": history})
 
     # -- build --------------------------------------------------------------
 
@@ -547,7 +545,6 @@ class Ledger:
         with self._read() as conn:
             return audit.replay(conn, self._pack_no(conn, pack))
 
-
     # -- reports ------------------------------------------------------------
 
     def report_pack(
@@ -600,8 +597,7 @@ def _candidates_arg(
 
     items = [{"id": c} if isinstance(c, str) else dict(c) for c in candidates]
     return b"".join(
-        json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-        + b"\n"
+        json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
         for item in items
     )
 
@@ -667,7 +663,11 @@ def ingest_files(
         check_input_file(priorities)  # a named pipe or /dev/zero would hang the read
     notes: list[str] = []
     records = read_records(
-        paths, fmt, notes=notes, progress=progress, transcript=(priorities, id_prefix),
+        paths,
+        fmt,
+        notes=notes,
+        progress=progress,
+        transcript=(priorities, id_prefix),
         source_format=source_format,
     )
     # An exchange's dedupe_key is its own id, so a transcript needs no blame pass.
@@ -709,8 +709,6 @@ def build_transcript(
         ingest_hint=f"ledger ingest --format transcript {source}{hint}",
         as_of=dates[1] if dates else None,
     )
-
-
 
 
 # --------------------------------------------------------------------------

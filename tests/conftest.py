@@ -19,8 +19,13 @@ FIXTURE = ROOT / "fixtures" / "seed001-chunks.json"
 
 
 def run_ledger(
-    *args: str, db: Path | str | None = None, input: bytes | None = None, cwd: Path | None = None,
-    env: dict[str, str] | None = None, check: bool = False, subprocess_run: bool = False,
+    *args: str,
+    db: Path | str | None = None,
+    input: bytes | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = False,
+    subprocess_run: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Run `ledger ARGS...` as a user would and return its exit code and output.
 
@@ -47,9 +52,7 @@ def _run_subprocess(
     cmd = [sys.executable, "-m", "ledger_cli", *argv]
     full_env = {k: v for k, v in os.environ.items() if k != "LEDGER_DB"}
     full_env.update(env or {})
-    proc = subprocess.run(
-        cmd, input=input, capture_output=True, cwd=cwd, env=full_env, timeout=600
-    )
+    proc = subprocess.run(cmd, input=input, capture_output=True, cwd=cwd, env=full_env, timeout=600)
     return subprocess.CompletedProcess(
         proc.args, proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
     )
@@ -165,7 +168,9 @@ def pg_server():  # type: ignore[no-untyped-def]
     pgserver.stop(server)
 
 
-def _new_database_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path, name: str) -> str:
+def _new_database_url(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path, name: str
+) -> str:
     if backend == "sqlite":
         return "sqlite:///" + str(tmp_path / f"{name}.db")
     from tests import pgserver

@@ -33,7 +33,9 @@ def is_pg(db: str | Path) -> bool:
 
 def _server() -> Any:
     if SERVER is None:
-        raise RuntimeError("no PostgreSQL server: request the `pg_server` fixture (tests/conftest.py)")
+        raise RuntimeError(
+            "no PostgreSQL server: request the `pg_server` fixture (tests/conftest.py)"
+        )
     return SERVER
 
 
@@ -108,7 +110,7 @@ def connect(db: str | Path) -> Iterator[Any]:
 def sqlite_file(db: str | Path) -> str:
     """The file of a SQLite ledger named by a path or a `sqlite:///` URL."""
     text = str(db)
-    return text[len("sqlite:///"):] if text.startswith("sqlite:///") else text
+    return text[len("sqlite:///") :] if text.startswith("sqlite:///") else text
 
 
 def _sql(db: str | Path, sql: str) -> str:

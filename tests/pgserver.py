@@ -72,18 +72,51 @@ def start() -> Server:
         run_as = {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": []}
     env = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C", "LANG": "C"}
     subprocess.run(
-        [os.path.join(bindir, "initdb"), "-D", data, "-U", USER, "-A", "trust", "-E", "UTF8",
-         "--locale=C", "--no-sync"],
-        check=True, capture_output=True, env=env, cwd=folder, **run_as,  # type: ignore[arg-type]
+        [
+            os.path.join(bindir, "initdb"),
+            "-D",
+            data,
+            "-U",
+            USER,
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+        cwd=folder,
+        **run_as,  # type: ignore[arg-type]
     )
     port = _free_port()
     with open(os.path.join(folder, "server.log"), "wb") as log:  # the child keeps its own fd
         proc = subprocess.Popen(
-            [os.path.join(bindir, "postgres"), "-D", data, "-p", str(port), "-k", folder,
-             "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=100",
-             "-c", "shared_buffers=128MB"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder,
-            start_new_session=True, **run_as,  # type: ignore[arg-type]
+            [
+                os.path.join(bindir, "postgres"),
+                "-D",
+                data,
+                "-p",
+                str(port),
+                "-k",
+                folder,
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=100",
+                "-c",
+                "shared_buffers=128MB",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=folder,
+            start_new_session=True,
+            **run_as,  # type: ignore[arg-type]
         )
     url = f"postgresql+psycopg://{USER}@127.0.0.1:{port}/postgres"
     deadline = time.monotonic() + 30
@@ -94,7 +127,15 @@ def start() -> Server:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 pass
             ready = subprocess.run(
-                [os.path.join(bindir, "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-U", USER],
+                [
+                    os.path.join(bindir, "pg_isready"),
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    "-U",
+                    USER,
+                ],
                 capture_output=True,
             )
             if ready.returncode == 0:

@@ -1,6 +1,6 @@
 """The pure core: values in, values out, no I/O (see README.md beside this file).
 
-    >>> from ledger.core import Candidate, Request, select
+>>> from ledger.core import Candidate, Request, select
 """
 
 from ledger.core.context import Candidate, Context

@@ -66,7 +66,7 @@ def _integer(value: Any, where: str, *, minimum: int | None = None) -> int:
         raise SelectInputError(f"{where} must be an integer")
     if minimum is not None and value < minimum:
         raise SelectInputError(f"{where} must be a non-negative integer")
-    return value
+    return int(value)  # an int already; int() tells the type checker
 
 
 def _string(value: Any, where: str, *, non_empty: bool = False) -> str:

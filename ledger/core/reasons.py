@@ -135,7 +135,7 @@ def describe_hint(hint: Mapping[str, Any]) -> str:
             alt = f", or build as of {s['as_of']}" if s.get("as_of") else ""
             parts.append(f"superseded by {by['id']}@{by['source_version']}{alt}")
         elif k == "retrieve":  # `ledger why`: a retrieval build that offers it
-            parts.append(f"retrieve with --query \"{s['query']}\" --top {s['top']}")
+            parts.append(f'retrieve with --query "{s["query"]}" --top {s["top"]}')
         elif k == "rebuild":  # `ledger why`: it was ingested after the pack
             parts.append(f"build again (the ledger is now at entry {s['mark']})")
         elif k == "retracted":
@@ -143,9 +143,7 @@ def describe_hint(hint: Mapping[str, Any]) -> str:
             parts.append(f"retracted from {s['from']} by entry {s['entry']}{alt}")
         elif k == "outranked_by":
             kept = s["kept"]
-            parts.append(
-                f"out-ranked by {kept['id']}@{kept['source_version']} in its dedupe group"
-            )
+            parts.append(f"out-ranked by {kept['id']}@{kept['source_version']} in its dedupe group")
         else:
             parts.append(json.dumps(s, sort_keys=True))
     verdict = "admits it" if hint["admits"] else "would not admit it by itself"

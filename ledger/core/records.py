@@ -236,7 +236,7 @@ def integer(value: Any, name: str, minimum: int, maximum: int) -> int:
         raise RecordError(name, "must be an integer")
     if not minimum <= value <= maximum:
         raise RecordError(name, f"must be between {minimum} and {maximum}")
-    return value
+    return int(value)  # an int already; int() tells the type checker
 
 
 def check_fields(obj: Mapping[str, Any], expected: frozenset[str]) -> None:

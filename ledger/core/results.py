@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -53,7 +53,7 @@ class Withheld:
 
 
 def _fields(cls: type, item: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: item[name] for name in cls.__dataclass_fields__}
+    return {f.name: item[f.name] for f in fields(cls)}
 
 
 @dataclass(frozen=True)

@@ -319,5 +319,3 @@ def validated(where: str, obj: Any) -> ChunkRecord:
     except RecordError as exc:
         field = f"field '{exc.field}': " if exc.field else ""
         raise InputError(f"{where}: {field}{exc.rule}") from None
-
-

@@ -15,17 +15,15 @@ from typing import Any
 from sqlalchemy import Connection, Engine, insert, select
 
 from ledger.core.canonical import canonical_json, digest_value
+from ledger.core.errors import InputError, IntegrityError, RefusedError
+from ledger.core.records import TRUST_LABELS
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import write_transaction
-from ledger.core.errors import InputError, IntegrityError, RefusedError
-from ledger.store.schema import Grant, PolicyVersion
-from ledger.core.records import TRUST_LABELS
+from ledger.store.schema import grants, policies
 
 SUBJECT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}")
 PERMISSION_RE = re.compile(r"[a-z0-9][a-z0-9-]{1,63}")
 MAX_BUDGET = 10_000_000
-grants = Grant.__table__
-policies = PolicyVersion.__table__
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +57,8 @@ def _check_permissions(permissions: list[str]) -> list[str]:
     for p in permissions:
         if not PERMISSION_RE.fullmatch(p):
             raise InputError(
-                f"permission {p!r}: must be an identifier (lower-case letters, digits, '-'; 2-64 characters)"
+                f"permission {p!r}: must be an identifier (lower-case letters, digits, '-'; 2-64 "
+                "characters)"
             )
     return sorted(set(permissions))
 
@@ -86,7 +85,9 @@ def grant_history(conn: Connection, subject: str) -> list[dict[str, Any]]:
         .where(grants.c.subject == subject)
         .order_by(grants.c.entry_seq, grants.c.permission)
     ):
-        item = out.setdefault(row.entry_seq, {"entry": row.entry_seq, "action": row.action, "permissions": []})
+        item = out.setdefault(
+            row.entry_seq, {"entry": row.entry_seq, "action": row.action, "permissions": []}
+        )
         item["permissions"].append(row.permission)
     return list(out.values())
 
@@ -95,8 +96,10 @@ def grant_payload(subject: str, action: str, permissions: list[str]) -> str:
     return digest_value({"kind": action, "subject": subject, "permissions": sorted(permissions)})
 
 
-def change_grants(engine: Engine, subject: str, permissions: list[str], action: str) -> tuple[int | None, list[str]]:
-    """Grant or revoke; returns (entry seq or None when nothing changed, the changed permissions)."""
+def change_grants(
+    engine: Engine, subject: str, permissions: list[str], action: str
+) -> tuple[int | None, list[str]]:
+    """Grant or revoke: (the entry, or None when nothing changed; the changed permissions)."""
     check_subject(subject)
     perms = _check_permissions(permissions)
     with write_transaction(engine) as conn:
@@ -116,7 +119,10 @@ def change_grants(engine: Engine, subject: str, permissions: list[str], action: 
         seq = reserve_entry(conn, action)
         conn.execute(
             insert(grants),
-            [{"entry_seq": seq, "subject": subject, "permission": p, "action": action} for p in changed],
+            [
+                {"entry_seq": seq, "subject": subject, "permission": p, "action": action}
+                for p in changed
+            ],
         )
         seal_entry(conn, seq, grant_payload(subject, action, changed))
     return seq, changed
@@ -130,7 +136,8 @@ def _trust_list(text: str, entry_seq: int) -> list[str]:
         labels = None
     if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
         raise IntegrityError(
-            f"the policy of entry {entry_seq} is not readable; the database was altered: run `ledger verify`"
+            f"the policy of entry {entry_seq} is not readable; the database was altered: run "
+            "`ledger verify`"
         )
     return labels
 
@@ -148,7 +155,11 @@ def policy_at(conn: Connection, mark: int | None = None) -> Policy | None:
 
 def policy_history(conn: Connection) -> list[dict[str, Any]]:
     return [
-        {"entry": r.entry_seq, "allowed_trust": _trust_list(r.allowed_trust, r.entry_seq), "budget": r.budget}
+        {
+            "entry": r.entry_seq,
+            "allowed_trust": _trust_list(r.allowed_trust, r.entry_seq),
+            "budget": r.budget,
+        }
         for r in conn.execute(select(policies).order_by(policies.c.entry_seq))
     ]
 
@@ -157,13 +168,16 @@ def policy_payload(policy: Policy) -> str:
     return digest_value({"kind": "policy", **policy.to_json()})
 
 
-def set_policy(engine: Engine, allow_trust: list[str] | None, budget: int | None) -> tuple[int | None, Policy]:
+def set_policy(
+    engine: Engine, allow_trust: list[str] | None, budget: int | None
+) -> tuple[int | None, Policy]:
     """Record a new policy. Parts not given keep their current values."""
     if allow_trust is not None:
         for label in allow_trust:
             if label not in TRUST_LABELS:
                 raise InputError(
-                    f"--allow-trust: unsupported trust label {label!r}; use one of {', '.join(TRUST_LABELS)}"
+                    f"--allow-trust: unsupported trust label {label!r}; use one of "
+                    f"{', '.join(TRUST_LABELS)}"
                 )
     if budget is not None:
         check_budget(budget)
@@ -171,14 +185,18 @@ def set_policy(engine: Engine, allow_trust: list[str] | None, budget: int | None
         current = policy_at(conn)
         if allow_trust is None and current is None:
             raise InputError("no policy yet: the first `policy set` needs --allow-trust")
-        trust = tuple(sorted(set(allow_trust))) if allow_trust is not None else current.allowed_trust  # type: ignore[union-attr]
+        trust = (
+            tuple(sorted(set(allow_trust))) if allow_trust is not None else current.allowed_trust
+        )  # type: ignore[union-attr]
         new = Policy(trust, budget if budget is not None else (current.budget if current else None))
         if new == current:
             return None, new
         seq = reserve_entry(conn, "policy")
         conn.execute(
             insert(policies).values(
-                entry_seq=seq, allowed_trust=canonical_json(list(new.allowed_trust)), budget=new.budget
+                entry_seq=seq,
+                allowed_trust=canonical_json(list(new.allowed_trust)),
+                budget=new.budget,
             )
         )
         seal_entry(conn, seq, policy_payload(new))

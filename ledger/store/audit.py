@@ -20,8 +20,15 @@ from typing import Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
 
-from ledger.store.access import Policy, grant_payload, policy_payload
+from ledger.core.canonical import canonical_json, content_digest
+from ledger.core.checkpoint import Checkpoint
+from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
+from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, REASON_NAMES
+from ledger.core.reasons import REASONS as GATE_ORDER
+from ledger.core.select import admission_hint
+from ledger.store import tree
+from ledger.store.access import Policy, grant_payload, policy_payload
 from ledger.store.build import (
     DOCUMENTS,
     Inputs,
@@ -33,37 +40,23 @@ from ledger.store.build import (
     pack_entry_payload,
     retractions_at,
 )
-from ledger.core.canonical import canonical_json, content_digest
-from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
-from ledger.core.query import RetrievalRecord
-from ledger.core.reasons import REASONS as GATE_ORDER
-from ledger.core.select import admission_hint
 from ledger.store.chain import GENESIS, KINDS, Head, entry_hash, read_head
+from ledger.store.documents import retract_payload
 from ledger.store.engine import fetch_tuples
 from ledger.store.ingest import ingest_payload_digest, record_from_row
-from ledger.store.documents import retract_payload
 from ledger.store.packs import bad_pack_types, detail_of, pack_header, reason_of, snapshot_of
 from ledger.store.schema import (
-    Batch,
-    ChunkVersion,
-    Decision,
-    Entry,
-    Grant,
-    Pack,
-    PolicyVersion,
-    Retraction,
+    batches,
+    decisions,
+    entries,
+    grants,
+    packs,
+    policies,
+    retractions,
+    versions,
 )
-from ledger.core.checkpoint import Checkpoint
-from ledger.store import tree
 from ledger.tokens import ESTIMATED, counter_id
 
-entries = Entry.__table__
-batches = Batch.__table__
-versions = ChunkVersion.__table__
-decisions = Decision.__table__
-packs = Pack.__table__
-grants = Grant.__table__
-policies = PolicyVersion.__table__
 _HEX = re.compile(r"[0-9a-f]+")
 
 
@@ -77,7 +70,12 @@ def resolve_ref(conn: Connection, ref: str) -> list[Any]:
     unique hex prefix (8+ characters) of one. Ambiguous prefixes are refused."""
     c = versions.c
     cols = [
-        c.vid, c.chunk_id, c.source_version, c.record_digest, c.content_digest, c.batch_seq,
+        c.vid,
+        c.chunk_id,
+        c.source_version,
+        c.record_digest,
+        c.content_digest,
+        c.batch_seq,
         c.source_uri,
     ]
     rows = conn.execute(select(*cols).where(c.chunk_id == ref).order_by(c.vid)).all()
@@ -108,7 +106,8 @@ def resolve_ref(conn: Connection, ref: str) -> list[Any]:
     digests |= {r.content_digest for r in rows if r.content_digest.startswith(low)}
     if len(digests) > 1 and len({r.vid for r in rows}) > 1:
         listing = "; ".join(
-            f"{r.chunk_id}@{r.source_version} (record {r.record_digest[:16]}, content {r.content_digest[:16]})"
+            f"{r.chunk_id}@{r.source_version} (record {r.record_digest[:16]}, content "
+            f"{r.content_digest[:16]})"
             for r in rows[:10]
         )
         raise InputError(f"REF {low} is ambiguous, it matches: {listing}; give more characters")
@@ -168,7 +167,9 @@ def retrieval_of(head: Any) -> RetrievalRecord | None:
         ) from None
 
 
-def hint_for(conn: Connection, head: Any, record_digest: str, cache: dict[int, Any]) -> dict[str, Any]:
+def hint_for(
+    conn: Connection, head: Any, record_digest: str, cache: dict[int, Any]
+) -> dict[str, Any]:
     """The core's smallest change that would have admitted a version in a pack."""
     inputs = inputs_of(head, conn)
     key = (head.ledger_mark, head.counter, inputs.scope, head.pack_no if inputs.retrieval else 0)
@@ -198,7 +199,9 @@ def why_evicted(
     """
     rows = resolve_ref(conn, ref)
     head_seq = read_head(conn).seq
-    last_pack = conn.execute(select(packs.c.pack_no, packs.c.ledger_mark).order_by(packs.c.pack_no.desc()).limit(1)).first()
+    last_pack = conn.execute(
+        select(packs.c.pack_no, packs.c.ledger_mark).order_by(packs.c.pack_no.desc()).limit(1)
+    ).first()
     cache: dict[int, Any] = {}
     out = []
     for v in rows:
@@ -207,8 +210,15 @@ def why_evicted(
         # decision in every pack, so this runs over thousands of rows.
         q = (
             select(
-                decisions.c.pack_no, decisions.c.status, decisions.c.tokens, decisions.c.remaining,
-                decisions.c.ref_vid, packs.c.pack_digest, packs.c.as_of, packs.c.subject, packs.c.budget,
+                decisions.c.pack_no,
+                decisions.c.status,
+                decisions.c.tokens,
+                decisions.c.remaining,
+                decisions.c.ref_vid,
+                packs.c.pack_digest,
+                packs.c.as_of,
+                packs.c.subject,
+                packs.c.budget,
             )
             .select_from(decisions.join(packs, packs.c.pack_no == decisions.c.pack_no))
             .where(decisions.c.vid == v.vid)
@@ -233,17 +243,21 @@ def why_evicted(
                 "subject": d.subject,
                 "admitted": reason is None,
                 "reason": reason,
-                "detail": None if reason is None else detail_of(
-                    reason, _DetailRow(full, d, refs.get(d.ref_vid), retraction)
-                ),
+                "detail": None
+                if reason is None
+                else detail_of(reason, _DetailRow(full, d, refs.get(d.ref_vid), retraction)),
                 "tokens": d.tokens,
                 "budget": d.budget,
             }
             if retraction is not None:  # who withdrew it, and why: the retract entry's record
                 item["retraction"] = {
-                    "entry": d.remaining, "from": retraction[0], "reason": retraction[1]
+                    "entry": d.remaining,
+                    "from": retraction[0],
+                    "reason": retraction[1],
                 }
-            if reason is not None and (hints == "all" or (hints == "newest" and not hinted) or pack_no is not None):
+            if reason is not None and (
+                hints == "all" or (hints == "newest" and not hinted) or pack_no is not None
+            ):
                 if hints != "none":
                     head = conn.execute(select(packs).where(packs.c.pack_no == d.pack_no)).one()
                     item["would_admit"] = hint_for(conn, head, v.record_digest, cache)
@@ -271,8 +285,9 @@ def _referenced(conn: Connection, vids: set[int]) -> dict[int, tuple[Any, Any, A
     if not vids:
         return {}
     rows = conn.execute(
-        select(versions.c.vid, versions.c.chunk_id, versions.c.source_version, versions.c.record_digest)
-        .where(versions.c.vid.in_(sorted(vids)))
+        select(
+            versions.c.vid, versions.c.chunk_id, versions.c.source_version, versions.c.record_digest
+        ).where(versions.c.vid.in_(sorted(vids)))
     )
     return {r.vid: (r.chunk_id, r.source_version, r.record_digest) for r in rows}
 
@@ -282,7 +297,13 @@ class _DetailRow:
     version that no longer exists reads as None) to what `detail_of` reads."""
 
     __slots__ = (
-        "_v", "tokens", "remaining", "ref_id", "ref_version", "ref_digest", "retracted_from"
+        "_v",
+        "tokens",
+        "remaining",
+        "ref_id",
+        "ref_version",
+        "ref_digest",
+        "retracted_from",
     )
 
     def __init__(
@@ -306,7 +327,7 @@ def _retraction(
     conn: Connection, entry: int | None, chunk_id: str
 ) -> tuple[str | None, str | None]:
     """(from date, reason) of the retract entry that withdrew `chunk_id`."""
-    t = Retraction.__table__
+    t = retractions
     row = conn.execute(
         select(t.c.from_date, t.c.reason).where(t.c.entry_seq == entry, t.c.chunk_id == chunk_id)
     ).first()
@@ -390,8 +411,13 @@ def _pack_decisions(conn: Connection, pack_no: int) -> tuple[dict[str, tuple[Any
     version, else of its newest considered version; and every decision of the pack
     by version id. Plain tuples: a pack may hold 100,000 decisions."""
     q = (
-        select(decisions.c.vid, decisions.c.status, decisions.c.ref_vid, versions.c.chunk_id,
-               versions.c.source_version)
+        select(
+            decisions.c.vid,
+            decisions.c.status,
+            decisions.c.ref_vid,
+            versions.c.chunk_id,
+            versions.c.source_version,
+        )
         .select_from(decisions.join(versions, versions.c.vid == decisions.c.vid))
         .where(decisions.c.pack_no == pack_no)
     )
@@ -414,7 +440,9 @@ def _state(row: tuple[Any, ...] | None, pack_no: int) -> _State:
     if row is None:
         return ABSENT
     vid, status, ref_vid, _cid, sv = row
-    return _State("admitted" if status == 0 else "evicted", sv, reason_of(status, pack_no), vid, ref_vid)
+    return _State(
+        "admitted" if status == 0 else "evicted", sv, reason_of(status, pack_no), vid, ref_vid
+    )
 
 
 def _reason(decided: tuple[int, int | None]) -> str | None:
@@ -486,7 +514,14 @@ def diff(conn: Connection, a: int, b: int) -> dict[str, Any]:
         if ra is not None and rb is not None and ra[1] == rb[1] and ra[4] == rb[4]:
             continue  # same status (so same reason) and same version
         x, y = _state(ra, a), _state(rb, b)
-        changes.append({"id": cid, "from": x.to_json(), "to": y.to_json(), "cause": _cause(x, y, ha, hb, da, db)})
+        changes.append(
+            {
+                "id": cid,
+                "from": x.to_json(),
+                "to": y.to_json(),
+                "cause": _cause(x, y, ha, hb, da, db),
+            }
+        )
     return {
         "from": a,
         "to": b,
@@ -517,7 +552,12 @@ class VerifyResult:
     checked: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = {"ok": self.ok, "entries": self.entries, "head": self.head, "first_bad": self.first_bad}
+        out = {
+            "ok": self.ok,
+            "entries": self.entries,
+            "head": self.head,
+            "first_bad": self.first_bad,
+        }
         if self.checkpoint is not None:
             out["checkpoint"] = self.checkpoint
         if self.since is not None:
@@ -596,7 +636,9 @@ def verify(
 
     # Ingest batches and the versions they added.
     stored_per_batch = dict(
-        conn.execute(select(versions.c.batch_seq, func.count()).group_by(versions.c.batch_seq)).all()
+        conn.execute(
+            select(versions.c.batch_seq, func.count()).group_by(versions.c.batch_seq)
+        ).all()
     )
     for b in conn.execute(select(batches).where(batches.c.seq > after).order_by(batches.c.seq)):
         for bad in _bad_versions(conn, b.seq):
@@ -606,8 +648,12 @@ def verify(
         if why is not None:
             problems.add(b.seq, "ingest", f"ingest batch {b.seq}: {why}")
             continue
-        check_payload(b.seq, "ingest", ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count),
-                      f"ingest batch {b.seq}")
+        check_payload(
+            b.seq,
+            "ingest",
+            ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count),
+            f"ingest batch {b.seq}",
+        )
     # Versions under an entry that is not an ingest batch: rows slipped in beside
     # the batches would otherwise become candidates of every later build.
     orphans = conn.execute(
@@ -616,9 +662,12 @@ def verify(
         .order_by(versions.c.batch_seq, versions.c.vid)
     ).all()
     for o in orphans:
-        problems.add(o.batch_seq, kinds.get(o.batch_seq, "?"),
-                     f"chunk {o.chunk_id}@{o.source_version} references entry {o.batch_seq}, "
-                     "which is not an ingest batch")
+        problems.add(
+            o.batch_seq,
+            kinds.get(o.batch_seq, "?"),
+            f"chunk {o.chunk_id}@{o.source_version} references entry {o.batch_seq}, "
+            "which is not an ingest batch",
+        )
     # Grants and revokes.
     by_entry: dict[int, list[Any]] = {}
     for g in conn.execute(
@@ -626,63 +675,104 @@ def verify(
     ):
         by_entry.setdefault(g.entry_seq, []).append(g)
     for seq, rows in by_entry.items():
-        odd = next((r for r in rows if r.action not in ("grant", "revoke")
-                    or not isinstance(r.subject, str) or not isinstance(r.permission, str)), None)
+        odd = next(
+            (
+                r
+                for r in rows
+                if r.action not in ("grant", "revoke")
+                or not isinstance(r.subject, str)
+                or not isinstance(r.permission, str)
+            ),
+            None,
+        )
         if odd is not None:
-            problems.add(seq, kinds.get(seq, "?"),
-                         f"grant row of entry {seq} has an unknown action or a field of the wrong type")
+            problems.add(
+                seq,
+                kinds.get(seq, "?"),
+                f"grant row of entry {seq} has an unknown action or a field of the wrong type",
+            )
             continue
         actions = {r.action for r in rows}
         subjects = {r.subject for r in rows}
         if len(actions) != 1 or len(subjects) != 1:
-            problems.add(seq, kinds.get(seq, "?"), "grant rows of one entry disagree on subject or action")
+            problems.add(
+                seq, kinds.get(seq, "?"), "grant rows of one entry disagree on subject or action"
+            )
             continue
         action = actions.pop()
-        check_payload(seq, action, grant_payload(subjects.pop(), action, [r.permission for r in rows]),
-                      f"{action} of entry {seq}")
+        check_payload(
+            seq,
+            action,
+            grant_payload(subjects.pop(), action, [r.permission for r in rows]),
+            f"{action} of entry {seq}",
+        )
     # Policies.
-    for p in conn.execute(select(policies).where(policies.c.entry_seq > after).order_by(policies.c.entry_seq)):
+    for p in conn.execute(
+        select(policies).where(policies.c.entry_seq > after).order_by(policies.c.entry_seq)
+    ):
         try:
             labels = json.loads(p.allowed_trust)
             if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
                 raise ValueError
             pol = Policy(tuple(labels), p.budget)
         except (TypeError, ValueError):
-            problems.add(p.entry_seq, "policy", f"policy of entry {p.entry_seq}: allowed trust is not a JSON list")
+            problems.add(
+                p.entry_seq,
+                "policy",
+                f"policy of entry {p.entry_seq}: allowed trust is not a JSON list",
+            )
             continue
         if canonical_json(labels) != p.allowed_trust or not _int_or_none(p.budget):
             # The payload digest covers the parsed values; what is stored (and shown)
             # must be exactly their canonical form.
-            problems.add(p.entry_seq, "policy",
-                         f"policy of entry {p.entry_seq}: stored fields are not in their recorded form")
+            problems.add(
+                p.entry_seq,
+                "policy",
+                f"policy of entry {p.entry_seq}: stored fields are not in their recorded form",
+            )
             continue
         check_payload(p.entry_seq, "policy", policy_payload(pol), f"policy of entry {p.entry_seq}")
     # Packs and every decision.
     n_decisions = 0
-    for head in conn.execute(select(packs).where(packs.c.entry_seq > after).order_by(packs.c.pack_no)):
+    for head in conn.execute(
+        select(packs).where(packs.c.entry_seq > after).order_by(packs.c.pack_no)
+    ):
         why, count = _check_pack(conn, head)
         n_decisions += count
         if why:
             problems.add(head.entry_seq, "pack", f"pack {head.pack_no}: {why}")
             continue
-        check_payload(head.entry_seq, "pack",
-                      pack_entry_payload(head.pack_no, head.pack_digest, head.input_digest,
-                                         head.ledger_mark, trace_ids(head)),
-                      f"pack {head.pack_no}")
+        check_payload(
+            head.entry_seq,
+            "pack",
+            pack_entry_payload(
+                head.pack_no, head.pack_digest, head.input_digest, head.ledger_mark, trace_ids(head)
+            ),
+            f"pack {head.pack_no}",
+        )
     # Retractions: the rows of each retract entry against its payload.
     retracted = {s: v for s, v in _retract_entries(conn).items() if s > after}
     for seq, (ids, days, reasons) in retracted.items():
         if len(days) != 1 or len(reasons) != 1:
-            problems.add(seq, kinds.get(seq, "?"),
-                         "retraction rows of one entry disagree on date or reason")
+            problems.add(
+                seq, kinds.get(seq, "?"), "retraction rows of one entry disagree on date or reason"
+            )
             continue
-        check_payload(seq, "retract", retract_payload(ids, days.pop(), reasons.pop()),
-                      f"retraction of entry {seq}")
+        check_payload(
+            seq,
+            "retract",
+            retract_payload(ids, days.pop(), reasons.pop()),
+            f"retraction of entry {seq}",
+        )
     # Every entry must have its records (an entry whose rows were deleted).
     recorded = set(by_entry) | set(retracted)
     recorded |= {r for (r,) in conn.execute(select(batches.c.seq).where(batches.c.seq > after))}
-    recorded |= {r for (r,) in conn.execute(select(policies.c.entry_seq).where(policies.c.entry_seq > after))}
-    recorded |= {r for (r,) in conn.execute(select(packs.c.entry_seq).where(packs.c.entry_seq > after))}
+    recorded |= {
+        r for (r,) in conn.execute(select(policies.c.entry_seq).where(policies.c.entry_seq > after))
+    }
+    recorded |= {
+        r for (r,) in conn.execute(select(packs.c.entry_seq).where(packs.c.entry_seq > after))
+    }
     for e in chain:
         if e.seq not in recorded:
             problems.add(e.seq, e.kind, "the entry's records are missing")
@@ -705,27 +795,40 @@ def verify(
         elif have is None:
             problems.add(seq, "?", f"checkpoint entry {seq} is missing: the ledger was truncated")
         elif have.entry_hash != want:
-            problems.add(seq, have.kind, "entry hash differs from the checkpoint: history was rewritten")
+            problems.add(
+                seq, have.kind, "entry hash differs from the checkpoint: history was rewritten"
+            )
     first = problems.first()
     held = since or tree_checkpoint
     return VerifyResult(
-        first is None, after + len(chain), head.entry_hash, first, n_decisions,
+        first is None,
+        after + len(chain),
+        head.entry_hash,
+        first,
+        n_decisions,
         checkpoint=None if held is None else tree.checkpoint_json(held),
         since=None if since is None else since.size,
         checked=None if since is None else len(chain),
     )
 
 
-_KIND_GROUP = {"ingest": {"ingest"}, "grant": {"grant"}, "revoke": {"revoke"}, "policy": {"policy"}, "pack": {"pack"}}
+_KIND_GROUP = {
+    "ingest": {"ingest"},
+    "grant": {"grant"},
+    "revoke": {"revoke"},
+    "policy": {"policy"},
+    "pack": {"pack"},
+}
 _KIND_GROUP["retract"] = {"retract"}
 
 
 def _retract_entries(conn: Connection) -> dict[int, tuple[list[str], set[str], set[str | None]]]:
-    t = Retraction.__table__
+    t = retractions
     out: dict[int, tuple[list[str], set[str], set[str | None]]] = {}
     for seq, cid, day, why in conn.execute(
-        select(t.c.entry_seq, t.c.chunk_id, t.c.from_date, t.c.reason)
-        .order_by(t.c.entry_seq, t.c.chunk_id)
+        select(t.c.entry_seq, t.c.chunk_id, t.c.from_date, t.c.reason).order_by(
+            t.c.entry_seq, t.c.chunk_id
+        )
     ):
         ids, days, reasons = out.setdefault(seq, ([], set(), set()))
         ids.append(cid)
@@ -760,8 +863,10 @@ def _bad_batch(b: Any, stored: int) -> str | None:
         names = json.loads(b.sources) if isinstance(b.sources, str) else None
     except ValueError:
         names = None
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or (
-        json.dumps(names) != b.sources
+    if (
+        not isinstance(names, list)
+        or not all(isinstance(n, str) for n in names)
+        or (json.dumps(names) != b.sources)
     ):
         return "its list of sources is not in its recorded form"
     return None
@@ -775,8 +880,18 @@ def parse_checkpoint(text: str) -> tuple[int, str]:
 
 
 _VERSION_INTS = ("vid", "estimated_tokens", "priority", "batch_seq")
-_VERSION_TEXTS = ("chunk_id", "source_version", "section", "source_uri", "effective_from",
-                  "required_permission", "trust", "dedupe_key", "content_digest", "record_digest")
+_VERSION_TEXTS = (
+    "chunk_id",
+    "source_version",
+    "section",
+    "source_uri",
+    "effective_from",
+    "required_permission",
+    "trust",
+    "dedupe_key",
+    "content_digest",
+    "record_digest",
+)
 
 
 def _bad_versions(conn: Connection, seq: int) -> Iterator[str]:
@@ -792,8 +907,10 @@ def _bad_rows(conn: Connection, condition: Any, only: set[int] | None = None) ->
     instead of failing the read (whose message would quote the body)."""
     cols = [c for c in versions.c if c.name != "content"]
     if conn.dialect.name == "sqlite":
-        extra = [cast(versions.c.content, LargeBinary).label("raw"),
-                 func.typeof(versions.c.content).label("content_type")]
+        extra = [
+            cast(versions.c.content, LargeBinary).label("raw"),
+            func.typeof(versions.c.content).label("content_type"),
+        ]
     else:
         extra = [versions.c.content.label("raw"), literal("text").label("content_type")]
     result = conn.execute(
@@ -813,10 +930,11 @@ def _bad_in(result: Any, only: set[int] | None) -> Iterator[str]:
         if only is not None and row.vid not in only:
             continue
         name = f"chunk {row.chunk_id}@{row.source_version}"
-        if not all(_int(getattr(row, f)) for f in _VERSION_INTS) or not all(
-            isinstance(getattr(row, f), str) for f in _VERSION_TEXTS
-        ) or not (row.expires_on is None or isinstance(row.expires_on, str)) or (
-            row.required not in (0, 1) or type(row.required) not in (int, bool)
+        if (
+            not all(_int(getattr(row, f)) for f in _VERSION_INTS)
+            or not all(isinstance(getattr(row, f), str) for f in _VERSION_TEXTS)
+            or not (row.expires_on is None or isinstance(row.expires_on, str))
+            or (row.required not in (0, 1) or type(row.required) not in (int, bool))
         ):
             yield f"{name}: a stored field has the wrong type"
             continue
@@ -873,15 +991,22 @@ def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
         inputs = inputs_of(head, conn)
     except IntegrityError:
         return "its recorded grants or policy snapshot is not readable", len(rows)
-    if canonical_json(list(inputs.grants)) != head.grants or canonical_json(
-        inputs.policy.to_json()
-    ) != head.policy:
+    if (
+        canonical_json(list(inputs.grants)) != head.grants
+        or canonical_json(inputs.policy.to_json()) != head.policy
+    ):
         # The input digest covers the parsed snapshots; what is stored (and shown by
         # `show --json`) must be exactly their canonical form, without extra keys.
         return "its grants or policy snapshot is not in its recorded form", len(rows)
     if len(rows) != head.candidate_count:
-        return f"{len(rows)} decision rows, the pack records {head.candidate_count} candidates", len(rows)
-    admitted = sorted((r for r in rows if r.status == 0), key=lambda r: r.position if r.position is not None else -1)
+        return (
+            f"{len(rows)} decision rows, the pack records {head.candidate_count} candidates",
+            len(rows),
+        )
+    admitted = sorted(
+        (r for r in rows if r.status == 0),
+        key=lambda r: r.position if r.position is not None else -1,
+    )
     if [r.position for r in admitted] != list(range(len(admitted))):
         return "admitted positions are not 0..n-1", len(rows)
     used = sum(r.tokens for r in admitted)
@@ -892,7 +1017,10 @@ def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
     if head.counter == ESTIMATED:
         for r in rows:
             if r.tokens != r.estimated_tokens:
-                return f"{r.chunk_id}@{r.source_version}: tokens differ from the version's estimate", len(rows)
+                return (
+                    f"{r.chunk_id}@{r.source_version}: tokens differ from the version's estimate",
+                    len(rows),
+                )
     evicted = []
     for r in rows:
         if r.status == 0:
@@ -901,7 +1029,10 @@ def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
         if reason is None:
             return f"{r.chunk_id}@{r.source_version}: unknown status {r.status}", len(rows)
         if reason in ("superseded", "duplicate") and r.ref_digest is None:
-            return f"{r.chunk_id}@{r.source_version}: {reason} without the version it refers to", len(rows)
+            return (
+                f"{r.chunk_id}@{r.source_version}: {reason} without the version it refers to",
+                len(rows),
+            )
         evicted.append((r.record_digest, reason, detail_of(reason, r), r.tokens))
     ind = input_digest(inputs, (r.record_digest for r in rows))
     if ind != head.input_digest:
@@ -949,12 +1080,19 @@ def replay(conn: Connection, pack_no: int) -> ReplayResult:
         name = inputs.counter.split("@", 1)[0]
         now = counter_id(name)
         if now != inputs.counter:
-            return ReplayResult(pack_no, False, head.pack_digest, "",
-                                f"the pack was costed with {inputs.counter}; this installation has {now}")
+            return ReplayResult(
+                pack_no,
+                False,
+                head.pack_digest,
+                "",
+                f"the pack was costed with {inputs.counter}; this installation has {now}",
+            )
     candidates, vid_of = candidates_for(conn, inputs, ESTIMATED)  # a retrieval: its recorded list
     # Recompute, never trust, the digests of the rows the rebuild uses: a field
     # changed behind the ledger's back must not replay as "identical".
-    tampered = next(_bad_rows(conn, versions.c.batch_seq <= inputs.mark, set(vid_of.values())), None)
+    tampered = next(
+        _bad_rows(conn, versions.c.batch_seq <= inputs.mark, set(vid_of.values())), None
+    )
     if tampered is not None:
         return ReplayResult(pack_no, False, head.pack_digest, "", f"candidate {tampered}")
     if inputs.counter != ESTIMATED:
@@ -971,7 +1109,9 @@ def replay(conn: Connection, pack_no: int) -> ReplayResult:
     return ReplayResult(pack_no, difference is None, head.pack_digest, pd, difference)
 
 
-def _recount(conn: Connection, candidates: list[Any], vid_of: dict[str, int], counter: str) -> list[Any]:
+def _recount(
+    conn: Connection, candidates: list[Any], vid_of: dict[str, int], counter: str
+) -> list[Any]:
     from dataclasses import replace
 
     from ledger.tokens import text_counter
@@ -979,13 +1119,18 @@ def _recount(conn: Connection, candidates: list[Any], vid_of: dict[str, int], co
     count = text_counter(counter.split("@", 1)[0])
     content = {
         r.vid: r.content
-        for r in conn.execute(select(versions.c.vid, versions.c.content).where(
-            versions.c.vid.in_(list(vid_of.values()))))
+        for r in conn.execute(
+            select(versions.c.vid, versions.c.content).where(
+                versions.c.vid.in_(list(vid_of.values()))
+            )
+        )
     }
     return [replace(c, tokens=count(content[vid_of[c.record_digest]])) for c in candidates]
 
 
-def _first_difference(conn: Connection, head: Any, ind: str, candidates: list[Any], ctx: Any) -> str | None:
+def _first_difference(
+    conn: Connection, head: Any, ind: str, candidates: list[Any], ctx: Any
+) -> str | None:
     """The first way the recorded pack differs from the rebuild, or None."""
     from ledger.core.context import thaw
     from ledger.store.packs import decision_rows
@@ -996,22 +1141,35 @@ def _first_difference(conn: Connection, head: Any, ind: str, candidates: list[An
     gone = sorted(set(recorded) - set(now))
     if gone:
         r = recorded[gone[0]]
-        return f"candidate {r.chunk_id}@{r.source_version} was recorded but is no longer in the ledger ({len(gone)} such)"
+        return (
+            f"candidate {r.chunk_id}@{r.source_version} was recorded but is no longer in the "
+            f"ledger ({len(gone)} such)"
+        )
     extra = sorted(set(now) - set(recorded))
     if extra:
         c = now[extra[0]]
-        return f"candidate {c.id}@{c.source_version} is in the ledger at the pack's mark but was not recorded ({len(extra)} such)"
+        return (
+            f"candidate {c.id}@{c.source_version} is in the ledger at the pack's mark but was "
+            f"not recorded ({len(extra)} such)"
+        )
     if ind != head.input_digest:
-        return "the inputs (grants, policy, budget, counter or selector) differ from the recorded ones"
+        return (
+            "the inputs (grants, policy, budget, counter or selector) differ from the recorded ones"
+        )
     replayed: dict[str, tuple[str, str | None, dict[str, Any] | None]] = {
         c.record_digest: ("admitted", None, None) for c in ctx.items
     }
-    replayed.update({e.candidate.record_digest: ("evicted", e.reason, thaw(e.detail)) for e in ctx.evicted})
+    replayed.update(
+        {e.candidate.record_digest: ("evicted", e.reason, thaw(e.detail)) for e in ctx.evicted}
+    )
     for r in sorted(rows, key=lambda r: (r.chunk_id, r.source_version)):
         name = f"{r.chunk_id}@{r.source_version}"
         reason = REASON_NAMES.get(r.status)
         if r.status != 0 and reason is None:
-            return f"{name}: recorded an unknown status {r.status}, replay gives {_said(replayed[r.record_digest])}"
+            return (
+                f"{name}: recorded an unknown status {r.status}, "
+                f"replay gives {_said(replayed[r.record_digest])}"
+            )
         was = ("admitted", None) if r.status == 0 else ("evicted", reason)
         got = replayed[r.record_digest]
         if got[:2] != was:
@@ -1022,17 +1180,26 @@ def _first_difference(conn: Connection, head: Any, ind: str, candidates: list[An
         if reason is not None:
             detail = detail_of(reason, r)
             if detail != got[2]:
-                return f"{name}: recorded {reason} detail {json.dumps(detail, sort_keys=True)}, replay gives {json.dumps(got[2], sort_keys=True)}"
+                return (
+                    f"{name}: recorded {reason} detail {json.dumps(detail, sort_keys=True)}, "
+                    f"replay gives {json.dumps(got[2], sort_keys=True)}"
+                )
     admitted_rows = [r for r in rows if r.status == 0]
-    if sorted(-1 if r.position is None else r.position for r in admitted_rows) != list(range(len(admitted_rows))):
+    if sorted(-1 if r.position is None else r.position for r in admitted_rows) != list(
+        range(len(admitted_rows))
+    ):
         return "the recorded admitted positions are not 0..n-1"
     order_rec = [r.record_digest for r in sorted(admitted_rows, key=lambda r: r.position)]
     if [c.record_digest for c in ctx.items] != order_rec:
         return "the admitted output order differs"
     if head.used != ctx.admitted_tokens():
-        return f"the pack records used {head.used}, the rebuild admits {ctx.admitted_tokens()} tokens"
+        return (
+            f"the pack records used {head.used}, the rebuild admits {ctx.admitted_tokens()} tokens"
+        )
     if head.candidate_count != len(candidates):
-        return f"the pack records {head.candidate_count} candidates, the rebuild has {len(candidates)}"
+        return (
+            f"the pack records {head.candidate_count} candidates, the rebuild has {len(candidates)}"
+        )
     return None
 
 

@@ -59,7 +59,9 @@ def run_batch(
                 spec = parse_batch_line(raw, where)
                 # Reading the inputs and costing the candidates write nothing but the
                 # token-count cache, which stays valid even if this line fails.
-                inputs = resolve_inputs(conn, spec["as_of"], spec["subject"], spec["budget"], counter, mark)
+                inputs = resolve_inputs(
+                    conn, spec["as_of"], spec["subject"], spec["budget"], counter, mark
+                )
                 # A line's candidates file is named relative to the batch file.
                 cands_file = spec["candidates"]
                 if cands_file is not None:
@@ -69,21 +71,30 @@ def run_batch(
                     candidates, vid_of = candidates_for(conn, inputs)
                 else:
                     if inputs.counter not in cache:
-                        cache[inputs.counter] = load_candidates(conn, mark, inputs.counter, inputs.scope)
+                        cache[inputs.counter] = load_candidates(
+                            conn, mark, inputs.counter, inputs.scope
+                        )
                     candidates, vid_of = cache[inputs.counter]
                 with conn.begin_nested() if keep_going else _null():
                     ctx = decide(inputs, candidates)
                     pack_no = record_pack(conn, inputs, candidates, ctx, vid_of)
                 result.packs.append(
-                    {"pack": pack_no, "subject": inputs.subject, "as_of": inputs.as_of,
-                     "budget": inputs.budget, "used": ctx.admitted_tokens()}
+                    {
+                        "pack": pack_no,
+                        "subject": inputs.subject,
+                        "as_of": inputs.as_of,
+                        "budget": inputs.budget,
+                        "used": ctx.admitted_tokens(),
+                    }
                 )
             except LedgerError as exc:
                 msg = str(exc)
                 if msg.startswith(where + ": "):
                     msg = msg[len(where) + 2 :]
                 if not keep_going:
-                    raise ContextError(f"{where}: {msg}; no pack of the batch was recorded", exc.exit_code) from None
+                    raise ContextError(
+                        f"{where}: {msg}; no pack of the batch was recorded", exc.exit_code
+                    ) from None
                 result.failed.append((where, msg))
             if progress is not None:
                 progress(1)

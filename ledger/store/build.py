@@ -17,27 +17,23 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, func, insert, select
 
-from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
 from ledger.core.canonical import canonical_json, digest_presorted, digest_trusted
 from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
-from ledger.store.chain import read_head, reserve_entry, seal_entry
 from ledger.core.context import Context
-from ledger.core.query import RetrievalRecord
-from ledger.store.engine import fetch_tuples, write_transaction
 from ledger.core.errors import InputError, IntegrityError
+from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, check_date
-from ledger.store.schema import ChunkVersion, Decision, Pack, Retraction, TokenCount
 from ledger.core.select import DEFAULT_ORDER, SELECTOR_VERSION, Candidate, Order, Request
 from ledger.core.select import select as run_selector
+from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
+from ledger.store.chain import read_head, reserve_entry, seal_entry
+from ledger.store.engine import fetch_tuples, write_transaction
+from ledger.store.schema import decisions, packs, retractions, token_counts, versions
 from ledger.tokens import ESTIMATED, counter_id, text_counter
 
 DOCUMENTS = "documents"
 TRANSCRIPT_SCOPE = "transcript:"
 TRANSCRIPT_URI = "transcript://"
-versions = ChunkVersion.__table__
-packs = Pack.__table__
-decisions = Decision.__table__
-token_counts = TokenCount.__table__
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,16 +133,21 @@ def resolve_inputs(
         mark = head.seq
     else:
         if not 1 <= ledger_at <= head.seq:
-            raise InputError(f"--ledger-at: {ledger_at} is not an entry (the ledger has 1..{head.seq})")
+            raise InputError(
+                f"--ledger-at: {ledger_at} is not an entry (the ledger has 1..{head.seq})"
+            )
         mark = ledger_at
     policy = policy_at(conn, mark)
     if policy is None:
         raise InputError(
-            f"no policy at ledger entry {mark}; run `ledger policy set --allow-trust LABEL ... --budget N`"
+            f"no policy at ledger entry {mark}; run `ledger policy set --allow-trust LABEL ... "
+            "--budget N`"
         )
     if budget is None:
         if policy.budget is None:
-            raise InputError("no budget: pass --budget N or set one with `ledger policy set --budget N`")
+            raise InputError(
+                "no budget: pass --budget N or set one with `ledger policy set --budget N`"
+            )
         budget = policy.budget
     check_budget(budget)
     return Inputs(
@@ -163,7 +164,7 @@ def resolve_inputs(
 
 def retractions_at(conn: Connection, mark: int) -> dict[str, tuple[tuple[int, str], ...]]:
     """Every retraction written at or before ledger time `mark`: id -> ((entry, from), ...)."""
-    r = Retraction.__table__.c
+    r = retractions.c
     out: dict[str, list[tuple[int, str]]] = {}
     query = select(r.chunk_id, r.entry_seq, r.from_date).where(r.entry_seq <= mark)
     for cid, seq, day in conn.execute(query.order_by(r.chunk_id, r.entry_seq)):
@@ -172,13 +173,21 @@ def retractions_at(conn: Connection, mark: int) -> dict[str, tuple[tuple[int, st
 
 
 def transcript_inputs(
-    conn: Connection, source_version: str, budget: int, subject: str = "transcript", ledger_at: int | None = None,
+    conn: Connection,
+    source_version: str,
+    budget: int,
+    subject: str = "transcript",
+    ledger_at: int | None = None,
     as_of: str | None = None,
 ) -> Inputs:
     """Inputs of a transcript continuation pack: the exchanges of one annotated
     transcript, `budget` bytes for the exchanges (the fixed header excluded).
     `as_of` is the export's last day (None: the strict transcript's 1970-01-01)."""
-    from ledger.core.transcript import TRANSCRIPT_EFFECTIVE_FROM, TRANSCRIPT_PERMISSION, TRANSCRIPT_TRUST
+    from ledger.core.transcript import (
+        TRANSCRIPT_EFFECTIVE_FROM,
+        TRANSCRIPT_PERMISSION,
+        TRANSCRIPT_TRUST,
+    )
 
     check_subject(subject)
     head = read_head(conn)
@@ -208,9 +217,21 @@ def load_candidates(
     """
     c = versions.c
     cols = [
-        c.vid, c.chunk_id, c.source_version, c.section, c.effective_from, c.expires_on,
-        c.required_permission, c.trust, c.dedupe_key, c.estimated_tokens, c.priority,
-        c.required, c.record_digest, c.content_digest, c.batch_seq,
+        c.vid,
+        c.chunk_id,
+        c.source_version,
+        c.section,
+        c.effective_from,
+        c.expires_on,
+        c.required_permission,
+        c.trust,
+        c.dedupe_key,
+        c.estimated_tokens,
+        c.priority,
+        c.required,
+        c.record_digest,
+        c.content_digest,
+        c.batch_seq,
     ]
     query = select(*cols).where(c.batch_seq <= mark)
     if scope == DOCUMENTS:
@@ -218,18 +239,29 @@ def load_candidates(
     elif scope.startswith(TRANSCRIPT_SCOPE):
         query = query.where(
             c.source_uri.startswith(TRANSCRIPT_URI, autoescape=True),
-            c.source_version == scope[len(TRANSCRIPT_SCOPE):],
+            c.source_version == scope[len(TRANSCRIPT_SCOPE) :],
         )
     else:
         raise InputError(f"unknown pack scope {scope!r}")
     if where is not None:
         query = query.where(where)
-    rows = fetch_tuples(conn, query)  # plain tuples: one Row object per candidate costs a third more
+    rows = fetch_tuples(
+        conn, query
+    )  # plain tuples: one Row object per candidate costs a third more
     if conn.dialect.name == "sqlite":
         # SQLite keeps any type in any column: a number the selector computes
         # with that is not an integer is a changed file, not a selector crash.
-        odd = next((r for r in rows if type(r[9]) is not int or type(r[10]) is not int
-                    or r[11] not in (0, 1) or type(r[11]) is not int), None)
+        odd = next(
+            (
+                r
+                for r in rows
+                if type(r[9]) is not int
+                or type(r[10]) is not int
+                or r[11] not in (0, 1)
+                or type(r[11]) is not int
+            ),
+            None,
+        )
         if odd is not None:
             raise IntegrityError(
                 f"chunk {odd[1]}@{odd[2]} (entry {odd[14]}): a stored field has the wrong "
@@ -244,7 +276,9 @@ def load_candidates(
     # so ingest_rank is the batch; two versions of an id in one batch tie on it and
     # fall to the record digest, and the order of lines in a file never matters.
     cands = [
-        Candidate(cid, sv, sec, eff, exp, perm, trust, dk, tokens[vid], prio, bool(req), rd, cd, batch)
+        Candidate(
+            cid, sv, sec, eff, exp, perm, trust, dk, tokens[vid], prio, bool(req), rd, cd, batch
+        )
         for (vid, cid, sv, sec, eff, exp, perm, trust, dk, _est, prio, req, rd, cd, batch) in rows
     ]
     return cands, {r[12]: r[0] for r in rows}
@@ -304,7 +338,9 @@ def count_tokens(conn: Connection, vids: Sequence[int], counter: str) -> dict[in
     cached = {
         r.vid: r.tokens
         for r in conn.execute(
-            select(token_counts.c.vid, token_counts.c.tokens).where(token_counts.c.counter == counter)
+            select(token_counts.c.vid, token_counts.c.tokens).where(
+                token_counts.c.counter == counter
+            )
         )
     }
     missing = [v for v in vids if v not in cached]
@@ -313,7 +349,9 @@ def count_tokens(conn: Connection, vids: Sequence[int], counter: str) -> dict[in
         new_rows = []
         for start in range(0, len(missing), 5000):
             part = missing[start : start + 5000]
-            for r in conn.execute(select(versions.c.vid, versions.c.content).where(versions.c.vid.in_(part))):
+            for r in conn.execute(
+                select(versions.c.vid, versions.c.content).where(versions.c.vid.in_(part))
+            ):
                 n = count(r.content)
                 cached[r.vid] = n
                 new_rows.append({"vid": r.vid, "counter": counter, "tokens": n})
@@ -423,7 +461,9 @@ def record_pack(
     """Write the pack, its decisions and its entry (inside a write transaction)."""
     in_digest, pack_dig = context_digests(inputs, candidates, ctx)
     seq = reserve_entry(conn, "pack")
-    pack_no = int(conn.execute(select(func.coalesce(func.max(packs.c.pack_no), 0))).scalar_one()) + 1
+    pack_no = (
+        int(conn.execute(select(func.coalesce(func.max(packs.c.pack_no), 0))).scalar_one()) + 1
+    )
     conn.execute(
         insert(packs).values(
             pack_no=pack_no,
@@ -449,7 +489,8 @@ def record_pack(
         )
     )
     rows: list[tuple[Any, ...]] = [
-        (pack_no, vid_of[c.record_digest], 0, c.tokens, i, None, None) for i, c in enumerate(ctx.items)
+        (pack_no, vid_of[c.record_digest], 0, c.tokens, i, None, None)
+        for i, c in enumerate(ctx.items)
     ]
     for e in ctx.evicted:
         detail = e.detail
@@ -485,9 +526,13 @@ def insert_decisions(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         conn.exec_driver_sql(str(compiled), rows)
     elif not compiled.positional and set(compiled.binds) == set(_DECISION_COLUMNS):
         # Named parameters (psycopg): dicts straight to the driver.
-        conn.exec_driver_sql(str(compiled), [dict(zip(_DECISION_COLUMNS, r, strict=True)) for r in rows])
+        conn.exec_driver_sql(
+            str(compiled), [dict(zip(_DECISION_COLUMNS, r, strict=True)) for r in rows]
+        )
     else:
-        conn.execute(insert(decisions), [dict(zip(_DECISION_COLUMNS, r, strict=True)) for r in rows])
+        conn.execute(
+            insert(decisions), [dict(zip(_DECISION_COLUMNS, r, strict=True)) for r in rows]
+        )
 
 
 def build_in(
@@ -598,7 +643,9 @@ def build_transcript_pack(
 
     check_budget(budget)
     if budget < header:
-        raise InputError(f"--budget {budget} is below the continuation's fixed header of {header} bytes")
+        raise InputError(
+            f"--budget {budget} is below the continuation's fixed header of {header} bytes"
+        )
     with write_transaction(engine) as conn:
         inputs = transcript_inputs(conn, source_version, budget - header, subject, ledger_at, as_of)
         candidates, vid_of = load_candidates(conn, inputs.mark, inputs.counter, inputs.scope)

@@ -13,11 +13,10 @@ from datetime import UTC, datetime
 from sqlalchemy import Connection, func, insert, select, update
 
 from ledger.core.chain import GENESIS, entry_hash  # the formulas, pure (proofs need them)
-from ledger.store.schema import Entry
+from ledger.store.schema import entries
 from ledger.store.tree import append_entry
 
 KINDS = ("ingest", "grant", "revoke", "policy", "pack", "retract")
-entries = Entry.__table__
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,12 +33,8 @@ from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import write_transaction
 from ledger.store.fulltext import index_batch
 from ledger.store.ingest import ingest_payload_digest, record_from_row
-from ledger.store.schema import Batch, ChunkVersion, DocumentFile, Retraction
+from ledger.store.schema import batches, document_files, retractions, versions
 
-versions = ChunkVersion.__table__
-batches = Batch.__table__
-retractions = Retraction.__table__
-document_files = DocumentFile.__table__
 _IN = 900  # ids per IN (...) list: under SQLite's default variable limit
 
 

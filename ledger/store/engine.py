@@ -78,7 +78,7 @@ def sqlite_path(url: str) -> str | None:
         return None
     if parsed.query.get("uri") == "true" and parsed.database.startswith("file:"):
         # SQLite's URI form (`sqlite:///file:/path/ledger.db?mode=ro&uri=true`).
-        return parsed.database[len("file:"):] or None
+        return parsed.database[len("file:") :] or None
     return parsed.database
 
 
@@ -140,8 +140,7 @@ def make_engine(url: str, *, create: bool = False) -> Engine:
     except (ArgumentError, ValueError, TypeError) as exc:
         # Query arguments the dialect cannot take (`?port=x`, an unknown option).
         raise InputError(
-            f"--db: cannot use the database URL {display_url(url)}: "
-            f"{' '.join(str(exc).split())}"
+            f"--db: cannot use the database URL {display_url(url)}: {' '.join(str(exc).split())}"
         ) from None
     return engine
 
@@ -259,7 +258,9 @@ def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
     # render_postcompile: IN lists (a retrieval build's ids) become plain parameters.
     compiled = statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
     params = compiled.params
-    args: Any = tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
+    args: Any = (
+        tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
+    )
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
         cursor.execute(str(compiled), args)

@@ -34,6 +34,7 @@ from ledger.core.query import (
     parse_query,
     round_score,
 )
+from ledger.store.schema import versions
 
 TABLE = "search_index"
 INDEX_SLICE = 2000
@@ -402,9 +403,7 @@ def retrieval_filter(record: RetrievalRecord) -> Any:
     outside the evidence section, and the ranked ids (uses the section index)."""
     from sqlalchemy import or_
 
-    from ledger.store.schema import ChunkVersion
-
-    c = ChunkVersion.__table__.c
+    c = versions.c
     ids = sorted({r.id for r in record.ranked})
     return or_(c.section.in_(["policy", "state", "current-input"]), c.chunk_id.in_(ids))
 

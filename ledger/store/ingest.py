@@ -21,11 +21,9 @@ from ledger.core.records import ChunkRecord, RecordError, check_dedupe_groups, r
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import write_transaction
 from ledger.store.fulltext import index_batch
-from ledger.store.schema import Batch, ChunkVersion
+from ledger.store.schema import batches, versions
 
 SLICE = 2000  # records validated and written per statement
-versions = ChunkVersion.__table__
-batches = Batch.__table__
 
 Records = Iterable[tuple[str, ChunkRecord]]  # (where it was read, validated record)
 
@@ -104,7 +102,9 @@ def _insert_rows(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         conn.exec_driver_sql(str(compiled), rows)
     elif not compiled.positional and set(compiled.binds) == set(_ROW_COLUMNS):
         # Named parameters (psycopg): dicts straight to the driver, same reason.
-        conn.exec_driver_sql(str(compiled), [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows])
+        conn.exec_driver_sql(
+            str(compiled), [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows]
+        )
     else:
         conn.execute(insert(versions), [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows])
 
@@ -241,7 +241,9 @@ def _check_dedupe_groups(conn: Connection, seq: int, reread: Callable[[], Record
     )
 
 
-def _blame_dedupe(rows: list[Any], seq: int, rule: str, reread: Callable[[], Records]) -> str | None:
+def _blame_dedupe(
+    rows: list[Any], seq: int, rule: str, reread: Callable[[], Records]
+) -> str | None:
     """The place (file:line or file: [i]) of the first record of this run that breaks `rule`.
 
     A required rule blames the first new required member (else the first new

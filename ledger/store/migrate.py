@@ -41,8 +41,9 @@ class Upgrade:
 
 def alembic_config():  # type: ignore[no-untyped-def]
     """An Alembic Config whose scripts come from the installed package, not the cwd."""
-    import ledger_migrations
     from alembic.config import Config
+
+    import ledger_migrations
 
     cfg = Config()
     cfg.set_main_option("script_location", str(Path(ledger_migrations.__file__).parent))

@@ -15,16 +15,12 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from ledger.core.reasons import REASON_CODES, REASON_NAMES, SECTIONS
-from ledger.store.engine import fetch_tuples
-from ledger.core.records import printable
 from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
-from ledger.store.schema import ChunkVersion, Decision, Entry, Pack, Retraction
+from ledger.core.reasons import REASON_CODES, REASON_NAMES, SECTIONS
+from ledger.core.records import printable
+from ledger.store.engine import fetch_tuples
+from ledger.store.schema import decisions, packs, retractions, versions
 
-packs = Pack.__table__
-decisions = Decision.__table__
-entries = Entry.__table__
-versions = ChunkVersion.__table__
 _HEX = re.compile(r"[0-9a-f]+")
 
 
@@ -69,14 +65,17 @@ def resolve_pack(conn: Connection, ref: str) -> int:
             "of a pack digest"
         )
     rows = conn.execute(
-        select(packs.c.pack_no, packs.c.pack_digest).where(packs.c.pack_digest.like(ref + "%")).limit(11)
+        select(packs.c.pack_no, packs.c.pack_digest)
+        .where(packs.c.pack_digest.like(ref + "%"))
+        .limit(11)
     ).all()
     if not rows:
         raise NotFoundError(f"no pack whose digest starts with {ref}")
     numbers = sorted({r.pack_no for r in rows})
     if len({r.pack_digest for r in rows}) > 1:
         raise InputError(
-            f"PACK {ref} matches several pack digests (packs {', '.join(map(str, numbers))}); give more characters"
+            f"PACK {ref} matches several pack digests (packs {', '.join(map(str, numbers))}); "
+            "give more characters"
         )
     # Identical builds share a digest: the prefix names the newest of them.
     return numbers[-1]
@@ -133,7 +132,8 @@ def detail_of(reason: str, row: Any) -> dict[str, Any]:
 
 DecisionRow = namedtuple(  # noqa: PYI024 - a plain row type, built per decision
     "DecisionRow",
-    "vid status tokens position remaining ref_vid chunk_id source_version section source_uri required "
+    "vid status tokens position remaining ref_vid chunk_id source_version section source_uri "
+    "required "
     "priority record_digest content_digest required_permission trust effective_from expires_on "
     "dedupe_key estimated_tokens ref_id ref_version ref_digest "
     "title path loc_kind loc_first loc_last retracted_from",
@@ -158,17 +158,38 @@ def decision_rows(conn: Connection, pack_no: int, vids: Iterable[int] | None = N
     """Every decision of a pack joined with its version (and referenced version)."""
     v = versions.alias("v")
     r = versions.alias("r")
-    t = Retraction.__table__
+    t = retractions
     d = decisions
     query = (
         select(
-            d.c.vid, d.c.status, d.c.tokens, d.c.position, d.c.remaining, d.c.ref_vid,
-            v.c.chunk_id, v.c.source_version, v.c.section, v.c.source_uri, v.c.required,
-            v.c.priority, v.c.record_digest, v.c.content_digest, v.c.required_permission,
-            v.c.trust, v.c.effective_from, v.c.expires_on, v.c.dedupe_key, v.c.estimated_tokens,
-            r.c.chunk_id.label("ref_id"), r.c.source_version.label("ref_version"),
+            d.c.vid,
+            d.c.status,
+            d.c.tokens,
+            d.c.position,
+            d.c.remaining,
+            d.c.ref_vid,
+            v.c.chunk_id,
+            v.c.source_version,
+            v.c.section,
+            v.c.source_uri,
+            v.c.required,
+            v.c.priority,
+            v.c.record_digest,
+            v.c.content_digest,
+            v.c.required_permission,
+            v.c.trust,
+            v.c.effective_from,
+            v.c.expires_on,
+            v.c.dedupe_key,
+            v.c.estimated_tokens,
+            r.c.chunk_id.label("ref_id"),
+            r.c.source_version.label("ref_version"),
             r.c.record_digest.label("ref_digest"),
-            v.c.title, v.c.path, v.c.loc_kind, v.c.loc_first, v.c.loc_last,
+            v.c.title,
+            v.c.path,
+            v.c.loc_kind,
+            v.c.loc_first,
+            v.c.loc_last,
             t.c.from_date.label("retracted_from"),
         )
         .select_from(
@@ -212,8 +233,17 @@ def _typed_decisions(rows: list[tuple[Any, ...]]) -> bool:
 
 
 _PACK_INTS = ("pack_no", "entry_seq", "ledger_mark", "budget", "used", "candidate_count")
-_PACK_TEXTS = ("as_of", "subject", "counter", "selector_version", "scope", "grants", "policy",
-               "input_digest", "pack_digest")
+_PACK_TEXTS = (
+    "as_of",
+    "subject",
+    "counter",
+    "selector_version",
+    "scope",
+    "grants",
+    "policy",
+    "input_digest",
+    "pack_digest",
+)
 
 
 def bad_pack_types(head: Any) -> str | None:
@@ -255,7 +285,9 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
     retrieval = retrieval_of(head)
     rows = decision_rows(conn, pack_no)
     admitted = sorted((r for r in rows if r.status == 0), key=lambda r: r.position)
-    evicted = sorted((r for r in rows if r.status != 0), key=lambda r: (r.chunk_id, r.source_version))
+    evicted = sorted(
+        (r for r in rows if r.status != 0), key=lambda r: (r.chunk_id, r.source_version)
+    )
     return {
         "pack": head.pack_no,
         "entry": head.entry_seq,
@@ -383,9 +415,15 @@ def export_markdown(conn: Connection, pack_no: int, with_content: bool) -> str:
             continue
         lines += ["", f"## {section}"]
         for i in items:
-            lines += ["", f"### {i['id']}", "", f"Source: {i['source_uri']} (version {i['source_version']}, "
-                      f"valid from {i['effective_from']}{' until ' + i['expires_on'] if i['expires_on'] else ''}, "
-                      f"trust {i['trust']})"]
+            lines += [
+                "",
+                f"### {i['id']}",
+                "",
+                f"Source: {i['source_uri']} (version {i['source_version']}, "
+                "valid from "
+                f"{i['effective_from']}{' until ' + i['expires_on'] if i['expires_on'] else ''}, "
+                f"trust {i['trust']})",
+            ]
             if i.get("path"):  # a document version: where its text stands
                 span = i["lines"] or i["pages"]
                 kind = "lines" if i["lines"] else "pages"
@@ -407,5 +445,3 @@ def _longest_backtick_run(text: str) -> int:
 
 def pack_count(conn: Connection) -> int:
     return int(conn.execute(select(func.count()).select_from(packs)).scalar_one())
-
-

@@ -18,10 +18,9 @@ from sqlalchemy import Connection, select
 from ledger.store.audit import diff, hint_for, resolve_ref, why_evicted
 from ledger.store.chain import read_head
 from ledger.store.packs import decision_rows, list_packs, pack_header, pack_json
-from ledger.store.schema import ChunkVersion
+from ledger.store.schema import versions
 from ledger.store.versions import list_versions
 
-versions = ChunkVersion.__table__
 _IN_CHUNK = 500  # digests per IN (...) list: well under every backend's parameter limit
 
 

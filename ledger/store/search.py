@@ -32,10 +32,8 @@ from ledger.store.fulltext import (
     retrieve_query,
     search_versions,
 )
-from ledger.store.schema import ChunkVersion, Pack
+from ledger.store.schema import packs, versions
 
-versions = ChunkVersion.__table__
-packs = Pack.__table__
 MAX_LIMIT = 1000
 TRANSCRIPT_URI = "transcript://"
 SNIPPET = 160  # characters of context around the first matching word

@@ -11,18 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table, and_, func, insert, or_, select
+from sqlalchemy import Connection, and_, func, insert, or_, select
 
 from ledger.core import merkle
 from ledger.core.checkpoint import Checkpoint, origin_of
 from ledger.core.errors import InputError, IntegrityError, NotFoundError
 from ledger.core.proofs import ConsistencyProof, InclusionProof
-from ledger.store.schema import Entry, LedgerMeta, MerkleNode, Pack
-
-nodes_t: Table = MerkleNode.__table__  # type: ignore[assignment]
-meta_t = LedgerMeta.__table__
-entries = Entry.__table__
-packs = Pack.__table__
+from ledger.store.schema import entries, meta_t, nodes_t, packs
 
 
 def ledger_id(conn: Connection) -> str:

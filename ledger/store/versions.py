@@ -7,9 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from ledger.store.packs import location_json
-from ledger.store.schema import ChunkVersion
-
-versions = ChunkVersion.__table__
+from ledger.store.schema import versions
 
 
 def version_json(row: Any) -> dict[str, Any]:

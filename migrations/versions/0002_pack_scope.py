@@ -31,7 +31,8 @@ def downgrade() -> None:
     n = bind.execute(sa.text("SELECT count(*) FROM packs WHERE scope <> 'documents'")).scalar_one()
     if n:
         raise RuntimeError(
-            f"cannot downgrade below 0002: {n} transcript packs are recorded and would lose their scope"
+            f"cannot downgrade below 0002: {n} transcript packs are recorded and would lose "
+            "their scope"
         )
     with op.batch_alter_table("packs", schema=None) as batch_op:
         batch_op.drop_column("scope")

@@ -38,9 +38,19 @@ def test_the_demo_flow_through_the_api_matches_the_cli(db_url: str) -> None:
         assert policy.entry == 3 and policy.budget == 170
 
         pack = lg.build(as_of="2026-07-21")
-        assert (pack.number, pack.entry, pack.budget, pack.used, pack.remaining) == (1, 4, 170, 162, 8)
+        assert (pack.number, pack.entry, pack.budget, pack.used, pack.remaining) == (
+            1,
+            4,
+            170,
+            162,
+            8,
+        )
         assert [a.id for a in pack.admitted] == [
-            "policy", "task-state", "current-refund-policy", "refund-faq", "current-input"
+            "policy",
+            "task-state",
+            "current-refund-policy",
+            "refund-faq",
+            "current-input",
         ]
         assert {e.id: e.reason for e in pack.evicted}["shipping-note"] == "budget"
         assert pack.to_json() == ledger_json("show", "1", db=db_url)
@@ -72,7 +82,9 @@ def test_the_demo_flow_through_the_api_matches_the_cli(db_url: str) -> None:
         assert lg.chunks("refund-faq").to_json() == ledger_json(
             "chunks", "--id", "refund-faq", db=db_url
         )
-        assert lg.subject("default").to_json() == ledger_json("subject", "show", "default", db=db_url)
+        assert lg.subject("default").to_json() == ledger_json(
+            "subject", "show", "default", db=db_url
+        )
         assert lg.policy().to_json() == ledger_json("policy", "show", db=db_url)
         assert lg.head().to_json() == ledger_json("head", db=db_url)
         assert lg.show(second.digest[:8]).to_json() == second.to_json()
@@ -138,13 +150,30 @@ def test_the_core_selects_without_a_database() -> None:
     from ledger.core import Candidate, Request, select
 
     def cand(cid: str, tokens: int, priority: int) -> Any:
-        return Candidate(cid, "v1", "evidence", "2026-01-01", None, "read", "approved-source",
-                         cid, tokens, priority, False, cid[0] * 64, cid[0] * 64)
+        return Candidate(
+            cid,
+            "v1",
+            "evidence",
+            "2026-01-01",
+            None,
+            "read",
+            "approved-source",
+            cid,
+            tokens,
+            priority,
+            False,
+            cid[0] * 64,
+            cid[0] * 64,
+        )
 
     ctx = select(
         [cand("aa", 5, 10), cand("bb", 5, 90)],
-        Request(as_of="2026-07-21", budget=6, granted=frozenset({"read"}),
-                allowed_trust=frozenset({"approved-source"})),
+        Request(
+            as_of="2026-07-21",
+            budget=6,
+            granted=frozenset({"read"}),
+            allowed_trust=frozenset({"approved-source"}),
+        ),
     )
     assert [c.id for c in ctx.items] == ["bb"]
     assert [(e.candidate.id, e.reason) for e in ctx.evicted] == [("aa", "budget")]

@@ -213,7 +213,9 @@ def test_lowest_dedupe_key_reported_first() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    content=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1).filter(lambda t: t.strip()),
+    content=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1).filter(
+        lambda t: t.strip()
+    ),
     version=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=80).filter(
         lambda t: t.strip()
     ),

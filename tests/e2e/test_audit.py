@@ -51,13 +51,34 @@ from tests.e2e.test_build import (
     trust_flags,
 )
 
-LATE_NOTE = chunk(id="late-note", source_version="1", effective_from="2026-01-01", estimated_tokens=10,
-                  priority=40, dedupe_key="late-note", content="A note ingested late.")
-AFTER_NOTE = chunk(id="after-note", source_version="1", effective_from="2026-01-01", estimated_tokens=5,
-                   priority=10, dedupe_key="after-note", content="A note no pack has seen.")
+LATE_NOTE = chunk(
+    id="late-note",
+    source_version="1",
+    effective_from="2026-01-01",
+    estimated_tokens=10,
+    priority=40,
+    dedupe_key="late-note",
+    content="A note ingested late.",
+)
+AFTER_NOTE = chunk(
+    id="after-note",
+    source_version="1",
+    effective_from="2026-01-01",
+    estimated_tokens=5,
+    priority=10,
+    dedupe_key="after-note",
+    content="A note no pack has seen.",
+)
 CRP_V1 = CHUNKS["current-refund-policy"]
-REASONS = {"permission_denied", "trust_denied", "not_yet_effective", "expired", "superseded", "duplicate",
-           "budget"}
+REASONS = {
+    "permission_denied",
+    "trust_denied",
+    "not_yet_effective",
+    "expired",
+    "superseded",
+    "duplicate",
+    "budget",
+}
 
 
 @pytest.fixture(scope="module")
@@ -111,18 +132,62 @@ PACKS = {
     # 90 optional: crp 48 -> 42, legal-note 28 -> 14; refund-faq 34, shipping 24 out.
     2: (170, 156, ["policy", "task-state", "current-refund-policy", "legal-note", "current-input"]),
     # 120: future 46 -> 74, crp 2026-08 40 -> 34, legal 28 -> 6; faq, shipping out.
-    3: (200, 194, ["policy", "task-state", "future-refund-policy", "current-refund-policy", "legal-note",
-                   "current-input"]),
+    3: (
+        200,
+        194,
+        [
+            "policy",
+            "task-state",
+            "future-refund-policy",
+            "current-refund-policy",
+            "legal-note",
+            "current-input",
+        ],
+    ),
     # 70: future 46 -> 24; crp 40, legal 28, faq 34 out; shipping 24 -> 0.
-    4: (150, 150, ["policy", "task-state", "future-refund-policy", "shipping-note", "current-input"]),
+    4: (
+        150,
+        150,
+        ["policy", "task-state", "future-refund-policy", "shipping-note", "current-input"],
+    ),
     # legal revoked. 120: future -> 74, crp -> 34, faq 34 -> 0; shipping, late-note out.
-    5: (200, 200, ["policy", "task-state", "future-refund-policy", "current-refund-policy", "refund-faq",
-                   "current-input"]),
-    6: (200, 200, ["policy", "task-state", "future-refund-policy", "current-refund-policy", "refund-faq",
-                   "current-input"]),
+    5: (
+        200,
+        200,
+        [
+            "policy",
+            "task-state",
+            "future-refund-policy",
+            "current-refund-policy",
+            "refund-faq",
+            "current-input",
+        ],
+    ),
+    6: (
+        200,
+        200,
+        [
+            "policy",
+            "task-state",
+            "future-refund-policy",
+            "current-refund-policy",
+            "refund-faq",
+            "current-input",
+        ],
+    ),
     # unverified allowed. 120: future -> 74, crp -> 34, forum 25 -> 9; faq, shipping, late out.
-    7: (200, 191, ["policy", "task-state", "future-refund-policy", "current-refund-policy", "forum-claim",
-                   "current-input"]),
+    7: (
+        200,
+        191,
+        [
+            "policy",
+            "task-state",
+            "future-refund-policy",
+            "current-refund-policy",
+            "forum-claim",
+            "current-input",
+        ],
+    ),
 }
 
 
@@ -145,7 +210,11 @@ def test_every_pack_of_the_history_replays(history: str) -> None:
         assert proc.returncode == 0, proc.stdout
         out = json.loads(proc.stdout)
         assert out["identical"] is True
-        assert out["recorded_pack_digest"] == out["replayed_pack_digest"] == show(history, n)["pack_digest"]
+        assert (
+            out["recorded_pack_digest"]
+            == out["replayed_pack_digest"]
+            == show(history, n)["pack_digest"]
+        )
         assert out["first_difference"] is None
     assert run_ledger("verify", db=history).returncode == 0
 
@@ -161,12 +230,19 @@ def test_why_evicted_lists_every_pack_newest_first_with_details(history: str) ->
     (version,) = result["versions"]
     shipping = CHUNKS["shipping-note"]
     assert {k: version[k] for k in ("id", "source_version", "content_digest", "record_digest")} == {
-        "id": "shipping-note", "source_version": shipping["source_version"],
-        "content_digest": content_digest(shipping), "record_digest": record_digest(shipping),
+        "id": "shipping-note",
+        "source_version": shipping["source_version"],
+        "content_digest": content_digest(shipping),
+        "record_digest": record_digest(shipping),
     }
     assert decisions(version) == [
-        (7, False, "budget"), (6, False, "budget"), (5, False, "budget"), (4, True, None),
-        (3, False, "budget"), (2, False, "budget"), (1, False, "budget"),
+        (7, False, "budget"),
+        (6, False, "budget"),
+        (5, False, "budget"),
+        (4, True, None),
+        (3, False, "budget"),
+        (2, False, "budget"),
+        (1, False, "budget"),
     ]
     # remaining = budget - what was admitted before it (see PACKS).
     remaining = {7: 9, 6: 0, 5: 0, 3: 6, 2: 14, 1: 8}
@@ -185,30 +261,44 @@ def test_why_evicted_lists_every_pack_newest_first_with_details(history: str) ->
     # Pack 7: 24 needed, 9 remaining -> 15 more, budget 215. Ahead of it in
     # preference order and admitted: future (99), crp 2026-08 (95), forum (70).
     assert hint["admits"] is True
-    assert hint["steps"] == [{
-        "kind": "budget", "budget": 215, "extra": 15,
-        "displaced_by": [
-            {"id": "future-refund-policy", "source_version": "2026-09"},
-            {"id": "current-refund-policy", "source_version": "2026-08"},
-            {"id": "forum-claim", "source_version": "post-1042"},
-        ],
-    }]
+    assert hint["steps"] == [
+        {
+            "kind": "budget",
+            "budget": 215,
+            "extra": 15,
+            "displaced_by": [
+                {"id": "future-refund-policy", "source_version": "2026-09"},
+                {"id": "current-refund-policy", "source_version": "2026-08"},
+                {"id": "forum-claim", "source_version": "post-1042"},
+            ],
+        }
+    ]
 
 
 def test_why_evicted_covers_every_version_of_an_id(history: str) -> None:
     result = why(history, "current-refund-policy")
     assert [(v["source_version"], v["record_digest"]) for v in result["versions"]] == [
-        ("2026-04", record_digest(CRP_V1)), ("2026-08", record_digest(CRP_V2))
+        ("2026-04", record_digest(CRP_V1)),
+        ("2026-08", record_digest(CRP_V2)),
     ]
     old, new = result["versions"]
     assert decisions(old) == [
-        (7, False, "superseded"), (6, False, "superseded"), (5, False, "superseded"),
-        (4, False, "superseded"), (3, False, "superseded"), (2, True, None), (1, True, None),
+        (7, False, "superseded"),
+        (6, False, "superseded"),
+        (5, False, "superseded"),
+        (4, False, "superseded"),
+        (3, False, "superseded"),
+        (2, True, None),
+        (1, True, None),
     ]
     assert all(d["detail"] == {"by": ref(CRP_V2)} for d in old["decisions"] if not d["admitted"])
     # Pack 1 ran before the new version existed: it is not among its decisions.
     assert decisions(new) == [
-        (7, True, None), (6, True, None), (5, True, None), (4, False, "budget"), (3, True, None),
+        (7, True, None),
+        (6, True, None),
+        (5, True, None),
+        (4, False, "budget"),
+        (3, True, None),
         (2, False, "not_yet_effective"),
     ]
     assert new["decisions"][-1]["detail"] == {"effective_from": "2026-08-01"}
@@ -223,26 +313,41 @@ def test_why_evicted_covers_every_version_of_an_id(history: str) -> None:
 def test_why_evicted_hint_for_a_revoked_permission(history: str) -> None:
     (legal,) = why(history, "legal-note")["versions"]
     assert decisions(legal) == [
-        (7, False, "permission_denied"), (6, False, "permission_denied"), (5, False, "permission_denied"),
-        (4, False, "budget"), (3, True, None), (2, True, None), (1, False, "permission_denied"),
+        (7, False, "permission_denied"),
+        (6, False, "permission_denied"),
+        (5, False, "permission_denied"),
+        (4, False, "budget"),
+        (3, True, None),
+        (2, True, None),
+        (1, False, "permission_denied"),
     ]
     assert legal["decisions"][0]["detail"] == {"required_permission": "legal-read"}
     # Pack 7 with legal-read: 120 optional: future -> 74, crp -> 34, legal 28 -> 6.
-    assert legal["decisions"][0]["would_admit"]["steps"] == [{"kind": "grant", "permission": "legal-read"}]
+    assert legal["decisions"][0]["would_admit"]["steps"] == [
+        {"kind": "grant", "permission": "legal-read"}
+    ]
     assert legal["decisions"][0]["would_admit"]["admits"] is True
 
 
 def test_why_evicted_pack_option_and_hints_choice(history: str) -> None:
     (only_4,) = why(history, "shipping-note", "--pack", "4")["versions"]
     assert decisions(only_4) == [(4, True, None)]
-    (only_1,) = why(history, "shipping-note", "--pack", show(history, 1)["pack_digest"][:12])["versions"]
+    (only_1,) = why(history, "shipping-note", "--pack", show(history, 1)["pack_digest"][:12])[
+        "versions"
+    ]
     assert decisions(only_1) == [(1, False, "budget")]
     # Pack 1: 24 needed, 8 left: 16 more (186); ahead: crp 2026-04 (95), refund-faq (60).
-    assert only_1["decisions"][0]["would_admit"]["steps"] == [{
-        "kind": "budget", "budget": 186, "extra": 16,
-        "displaced_by": [{"id": "current-refund-policy", "source_version": "2026-04"},
-                         {"id": "refund-faq", "source_version": "2026-06"}],
-    }]
+    assert only_1["decisions"][0]["would_admit"]["steps"] == [
+        {
+            "kind": "budget",
+            "budget": 186,
+            "extra": 16,
+            "displaced_by": [
+                {"id": "current-refund-policy", "source_version": "2026-04"},
+                {"id": "refund-faq", "source_version": "2026-06"},
+            ],
+        }
+    ]
     (every,) = why(history, "shipping-note", "--hints", "all")["versions"]
     assert [d["pack"] for d in every["decisions"] if "would_admit" in d] == [7, 6, 5, 3, 2, 1]
     (none,) = why(history, "shipping-note", "--hints", "none")["versions"]
@@ -288,15 +393,23 @@ def test_why_evicted_ref_forms(history: str) -> None:
         assert result["ref"] == form, name
         assert result["versions"] == by_id["versions"], name
     # Every digest in the ledger, to be sure the prefixes above are unique.
-    all_digests = [d for rec in list(CHUNKS.values()) + [CRP_V2, LATE_NOTE, AFTER_NOTE]
-                   for d in (record_digest(rec), content_digest(rec))]
+    all_digests = [
+        d
+        for rec in list(CHUNKS.values()) + [CRP_V2, LATE_NOTE, AFTER_NOTE]
+        for d in (record_digest(rec), content_digest(rec))
+    ]
     assert sum(d.startswith(record_digest(legal)[:8]) for d in all_digests) == 1
 
 
-@pytest.mark.parametrize("ref_text", ["no-such-chunk", "cafe", "deadbeef00", "0" * 64, "Not An Id!"])
+@pytest.mark.parametrize(
+    "ref_text", ["no-such-chunk", "cafe", "deadbeef00", "0" * 64, "Not An Id!"]
+)
 def test_why_evicted_no_match_exits_3(history: str, ref_text: str) -> None:
-    all_digests = [d for rec in list(CHUNKS.values()) + [CRP_V2, LATE_NOTE, AFTER_NOTE]
-                   for d in (record_digest(rec), content_digest(rec))]
+    all_digests = [
+        d
+        for rec in list(CHUNKS.values()) + [CRP_V2, LATE_NOTE, AFTER_NOTE]
+        for d in (record_digest(rec), content_digest(rec))
+    ]
     assert not any(d.startswith(ref_text) for d in all_digests)
     proc = run_ledger("why-evicted", ref_text, db=history)
     assert proc.returncode == 3, proc.stderr
@@ -378,14 +491,20 @@ DIFFS = {
     # and the September policy take effect.
     (2, 3): {
         "current-refund-policy": (adm("2026-04"), adm("2026-08"), "validity date"),
-        "future-refund-policy": (ev("2026-09", "not_yet_effective"), adm("2026-09"),
-                                 "validity date"),
+        "future-refund-policy": (
+            ev("2026-09", "not_yet_effective"),
+            adm("2026-09"),
+            "validity date",
+        ),
     },
     # Pack 1 never saw the August version: a new version.
     (1, 3): {
         "current-refund-policy": (adm("2026-04"), adm("2026-08"), "new version"),
-        "future-refund-policy": (ev("2026-09", "not_yet_effective"), adm("2026-09"),
-                                 "validity date"),
+        "future-refund-policy": (
+            ev("2026-09", "not_yet_effective"),
+            adm("2026-09"),
+            "validity date",
+        ),
         "legal-note": (ev("2026-05", "permission_denied"), adm("2026-05"), "grant change"),
         # The budget grew (170 -> 200) yet it left: others took the room.
         "refund-faq": (adm("2026-06"), ev("2026-06", "budget"), DISPLACED),
@@ -443,32 +562,48 @@ def test_diff_version_change_caused_by_a_grant(new_db: Callable[..., str], tmp_p
     """Two versions needing different permissions: revoking the newer one's
     permission brings back the older version, and the cause is the grant."""
     db = new_db()
-    v1 = chunk(id="manual", source_version="1", effective_from="2026-01-01",
-               required_permission="public-read", content="Manual for everyone.")
-    v2 = dict(v1, source_version="2", effective_from="2026-03-01", required_permission="staff-read",
-              content="Manual for staff.")
+    v1 = chunk(
+        id="manual",
+        source_version="1",
+        effective_from="2026-01-01",
+        required_permission="public-read",
+        content="Manual for everyone.",
+    )
+    v2 = dict(
+        v1,
+        source_version="2",
+        effective_from="2026-03-01",
+        required_permission="staff-read",
+        content="Manual for staff.",
+    )
     run_ledger("ingest", str(write_jsonl(tmp_path / "m.jsonl", [v1, v2])), db=db, check=True)
     run_ledger("subject", "grant", "default", "public-read", "staff-read", db=db, check=True)
-    run_ledger("policy", "set", "--allow-trust", "approved-source", "--budget", "100", db=db, check=True)
+    run_ledger(
+        "policy", "set", "--allow-trust", "approved-source", "--budget", "100", db=db, check=True
+    )
     first = build(db, "--as-of", "2026-07-01")
     run_ledger("subject", "revoke", "default", "staff-read", db=db, check=True)
     second = build(db, "--as-of", "2026-07-01")
     assert [a["source_version"] for a in first["admitted"]] == ["2"]
     assert [a["source_version"] for a in second["admitted"]] == ["1"]
-    assert _changes(_diff(db, 1, 2)) == {
-        "manual": (adm("2"), adm("1"), "grant change")
-    }
-    assert _changes(_diff(db, 2, 1)) == {
-        "manual": (adm("1"), adm("2"), "grant change")
-    }
+    assert _changes(_diff(db, 1, 2)) == {"manual": (adm("2"), adm("1"), "grant change")}
+    assert _changes(_diff(db, 2, 1)) == {"manual": (adm("1"), adm("2"), "grant change")}
 
 
 # --------------------------------------------------------------------------
 # applying a hint really admits the chunk
 # --------------------------------------------------------------------------
 
-PROMO = chunk(id="promo-note", source_version="summer", effective_from="2026-07-15", expires_on="2026-07-20",
-              estimated_tokens=10, priority=65, dedupe_key="promo-note", content="Summer promotion terms.")
+PROMO = chunk(
+    id="promo-note",
+    source_version="summer",
+    effective_from="2026-07-15",
+    expires_on="2026-07-20",
+    estimated_tokens=10,
+    priority=65,
+    dedupe_key="promo-note",
+    content="Summer promotion terms.",
+)
 
 
 def _apply(db: str, steps: list[dict[str, Any]], as_of: str, budget: int | None) -> dict[str, Any]:
@@ -495,26 +630,70 @@ FAQ_NAME = {"id": "refund-faq", "source_version": "2026-06"}
 
 # (extra records, budget, as_of, target id, target version, expected steps)
 HINT_CASES = {
-    "grant": ([], 170, "2026-07-21", "legal-note", "2026-05",
-              [{"kind": "grant", "permission": "legal-read"}]),
-    "allow_trust": ([], 170, "2026-07-21", "forum-claim", "post-1042",
-                    [{"kind": "allow_trust", "trust": "unverified"}]),
+    "grant": (
+        [],
+        170,
+        "2026-07-21",
+        "legal-note",
+        "2026-05",
+        [{"kind": "grant", "permission": "legal-read"}],
+    ),
+    "allow_trust": (
+        [],
+        170,
+        "2026-07-21",
+        "forum-claim",
+        "post-1042",
+        [{"kind": "allow_trust", "trust": "unverified"}],
+    ),
     # Its effective_from.
-    "not_yet_effective": ([], 170, "2026-07-21", "future-refund-policy", "2026-09",
-                          [{"kind": "as_of", "as_of": "2026-09-01"}]),
+    "not_yet_effective": (
+        [],
+        170,
+        "2026-07-21",
+        "future-refund-policy",
+        "2026-09",
+        [{"kind": "as_of", "as_of": "2026-09-01"}],
+    ),
     # The day before it expires (2026-07-20); the required chunks began 07-14.
-    "expired": ([PROMO], 170, "2026-07-21", "promo-note", "summer",
-                [{"kind": "as_of", "as_of": "2026-07-19"}]),
+    "expired": (
+        [PROMO],
+        170,
+        "2026-07-21",
+        "promo-note",
+        "summer",
+        [{"kind": "as_of", "as_of": "2026-07-19"}],
+    ),
     # 24 needed, 8 left: 16 more.
-    "budget": ([], 170, "2026-07-21", "shipping-note", "2026-06",
-               [{"kind": "budget", "budget": 186, "extra": 16, "displaced_by": [CRP_V1_NAME, FAQ_NAME]}]),
+    "budget": (
+        [],
+        170,
+        "2026-07-21",
+        "shipping-note",
+        "2026-06",
+        [{"kind": "budget", "budget": 186, "extra": 16, "displaced_by": [CRP_V1_NAME, FAQ_NAME]}],
+    ),
     # The day before the winning version took effect (2026-08-01).
-    "superseded": ([CRP_V2], 170, "2026-09-15", "current-refund-policy", "2026-04",
-                   [{"kind": "superseded_by", "by": ref(CRP_V2), "as_of": "2026-07-31"}]),
+    "superseded": (
+        [CRP_V2],
+        170,
+        "2026-09-15",
+        "current-refund-policy",
+        "2026-04",
+        [{"kind": "superseded_by", "by": ref(CRP_V2), "as_of": "2026-07-31"}],
+    ),
     # Two causes. With legal-read at 130: 50 optional, crp 48 -> 2, legal needs 28: 26 more.
-    "grant then budget": ([], 130, "2026-07-21", "legal-note", "2026-05",
-                          [{"kind": "grant", "permission": "legal-read"},
-                           {"kind": "budget", "budget": 156, "extra": 26, "displaced_by": [CRP_V1_NAME]}]),
+    "grant then budget": (
+        [],
+        130,
+        "2026-07-21",
+        "legal-note",
+        "2026-05",
+        [
+            {"kind": "grant", "permission": "legal-read"},
+            {"kind": "budget", "budget": 156, "extra": 26, "displaced_by": [CRP_V1_NAME]},
+        ],
+    ),
 }
 
 
@@ -538,11 +717,15 @@ def test_applying_the_hint_admits_the_chunk(
     assert hint["steps"] == steps
     assert hint["admits"] is True
     assert hint["target"] == {
-        "id": target, "source_version": version, "record_digest": found["record_digest"]
+        "id": target,
+        "source_version": version,
+        "record_digest": found["record_digest"],
     }
 
     after = _apply(db, hint["steps"], as_of, None)
-    assert (target, version) in {(a["id"], a["source_version"]) for a in after["admitted"]}, after["evicted"]
+    assert (target, version) in {(a["id"], a["source_version"]) for a in after["admitted"]}, after[
+        "evicted"
+    ]
 
 
 def test_hint_that_cannot_admit_says_so(new_db: Callable[..., str]) -> None:

@@ -13,17 +13,48 @@ from tests.conftest import FIXTURE, chunk, ledger_json, run_ledger, write_jsonl
 def _history(db: str, tmp_path: Path) -> dict[str, object]:
     """One ledger history, the same on any backend; returns every digest it made."""
     run_ledger("ingest", str(FIXTURE), db=db, check=True)
-    run_ledger("subject", "grant", "default", "policy-read", "state-read", "user-input", "public-read",
-               db=db, check=True)
-    run_ledger("policy", "set", "--allow-trust", "application-policy", "--allow-trust", "confirmed-state",
-               "--allow-trust", "approved-source", "--allow-trust", "user-input", "--budget", "170",
-               db=db, check=True)
+    run_ledger(
+        "subject",
+        "grant",
+        "default",
+        "policy-read",
+        "state-read",
+        "user-input",
+        "public-read",
+        db=db,
+        check=True,
+    )
+    run_ledger(
+        "policy",
+        "set",
+        "--allow-trust",
+        "application-policy",
+        "--allow-trust",
+        "confirmed-state",
+        "--allow-trust",
+        "approved-source",
+        "--allow-trust",
+        "user-input",
+        "--budget",
+        "170",
+        db=db,
+        check=True,
+    )
     first = ledger_json("build", "--as-of", "2026-07-21", db=db)
-    update = write_jsonl(tmp_path / "update.jsonl", [
-        chunk(id="refund-faq", source_version="2026-08", effective_from="2026-08-01",
-              source_uri="public://faq/refund", dedupe_key="refund-faq", estimated_tokens=36,
-              content="Revised FAQ: refunds within 30 days. ünïcödé ✓"),
-    ])
+    update = write_jsonl(
+        tmp_path / "update.jsonl",
+        [
+            chunk(
+                id="refund-faq",
+                source_version="2026-08",
+                effective_from="2026-08-01",
+                source_uri="public://faq/refund",
+                dedupe_key="refund-faq",
+                estimated_tokens=36,
+                content="Revised FAQ: refunds within 30 days. ünïcödé ✓",
+            ),
+        ],
+    )
     run_ledger("ingest", str(update), db=db, check=True)
     run_ledger("subject", "revoke", "default", "public-read", db=db, check=True)
     second = ledger_json("build", "--as-of", "2026-09-02", "--budget", "200", db=db)
@@ -31,16 +62,22 @@ def _history(db: str, tmp_path: Path) -> dict[str, object]:
     verified = ledger_json("verify", db=db)
     assert verified["ok"] is True
     return {
-        "chunks": [(c["id"], c["source_version"], c["record_digest"], c["content_digest"])
-                   for c in ledger_json("chunks", db=db)["chunks"]],
+        "chunks": [
+            (c["id"], c["source_version"], c["record_digest"], c["content_digest"])
+            for c in ledger_json("chunks", db=db)["chunks"]
+        ],
         "packs": [(p["pack_digest"], p["input_digest"], p["used"]) for p in (first, second, third)],
         "decisions": [(p["admitted"], p["evicted"]) for p in (first, second, third)],
         "head": verified["head"],
         "entries": verified["entries"],
         # The Merkle tree over the entries (its origin, a random ledger id, differs).
-        "tree": {k: v for k, v in ledger_json("checkpoint", db=db).items() if k in ("size", "root")},
-        "proofs": (ledger_json("prove", "2", db=db)["path"],
-                   ledger_json("prove", "--consistency", "3", db=db)["path"]),
+        "tree": {
+            k: v for k, v in ledger_json("checkpoint", db=db).items() if k in ("size", "root")
+        },
+        "proofs": (
+            ledger_json("prove", "2", db=db)["path"],
+            ledger_json("prove", "--consistency", "3", db=db)["path"],
+        ),
     }
 
 

@@ -28,14 +28,50 @@ from tests.dbtools import copy_ledger, new_ledger
 SEED = json.loads(FIXTURE.read_text(encoding="utf-8"))
 REQUEST = SEED["request"]
 CHUNKS = {c["id"]: c for c in SEED["chunks"]}
-TEXT_FIELDS = ("id", "section", "source_uri", "source_version", "effective_from", "expires_on",
-               "required_permission", "trust", "dedupe_key")
+TEXT_FIELDS = (
+    "id",
+    "section",
+    "source_uri",
+    "source_version",
+    "effective_from",
+    "expires_on",
+    "required_permission",
+    "trust",
+    "dedupe_key",
+)
 
 # SPEC "JSON shapes".
-PACK_KEYS = {"pack", "entry", "pack_digest", "input_digest", "as_of", "subject", "budget", "used",
-             "remaining", "admitted", "evicted"}
-ADMITTED_KEYS = {"id", "source_version", "section", "tokens", "required", "record_digest", "content_digest"}
-EVICTED_KEYS = {"id", "source_version", "reason", "detail", "tokens", "record_digest", "content_digest"}
+PACK_KEYS = {
+    "pack",
+    "entry",
+    "pack_digest",
+    "input_digest",
+    "as_of",
+    "subject",
+    "budget",
+    "used",
+    "remaining",
+    "admitted",
+    "evicted",
+}
+ADMITTED_KEYS = {
+    "id",
+    "source_version",
+    "section",
+    "tokens",
+    "required",
+    "record_digest",
+    "content_digest",
+}
+EVICTED_KEYS = {
+    "id",
+    "source_version",
+    "reason",
+    "detail",
+    "tokens",
+    "record_digest",
+    "content_digest",
+}
 PACKS_ITEM_KEYS = {"pack", "entry", "pack_digest", "as_of", "subject", "budget", "used"}
 
 
@@ -64,7 +100,11 @@ def content_digest(rec: dict[str, Any]) -> str:
 
 def ref(rec: dict[str, Any]) -> dict[str, str]:
     """How `by` and `kept` name a version."""
-    return {"id": rec["id"], "source_version": rec["source_version"], "record_digest": record_digest(rec)}
+    return {
+        "id": rec["id"],
+        "source_version": rec["source_version"],
+        "record_digest": record_digest(rec),
+    }
 
 
 def trust_flags(labels: list[str]) -> list[str]:
@@ -79,8 +119,15 @@ def seed_ledger(db: str, budget: int = 170) -> None:
     allow its trust labels with `budget`."""
     run_ledger("ingest", str(FIXTURE), db=db, check=True)
     run_ledger("subject", "grant", "default", *REQUEST["granted_permissions"], db=db, check=True)
-    run_ledger("policy", "set", *trust_flags(REQUEST["allowed_trust"]), "--budget", str(budget),
-               db=db, check=True)
+    run_ledger(
+        "policy",
+        "set",
+        *trust_flags(REQUEST["allowed_trust"]),
+        "--budget",
+        str(budget),
+        db=db,
+        check=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -156,14 +203,23 @@ def test_seed001_result_from_the_ledger(seeded: str) -> None:
     assert [(e["id"], e["reason"]) for e in data["evicted"]] == SEED_EVICTED
     # The figures agree with the fixture's own numbers: 32 + 30 + 48 + 34 + 18.
     assert sum(CHUNKS[i]["estimated_tokens"] for i in SEED_ADMITTED) == 162
-    assert (data["pack"], data["entry"], data["as_of"], data["subject"]) == (1, 4, "2026-07-21", "default")
+    assert (data["pack"], data["entry"], data["as_of"], data["subject"]) == (
+        1,
+        4,
+        "2026-07-21",
+        "default",
+    )
 
     for item in data["admitted"]:
         rec = CHUNKS[item["id"]]
         assert item == {
-            "id": rec["id"], "source_version": rec["source_version"], "section": rec["section"],
-            "tokens": rec["estimated_tokens"], "required": rec["required"],
-            "record_digest": record_digest(rec), "content_digest": content_digest(rec),
+            "id": rec["id"],
+            "source_version": rec["source_version"],
+            "section": rec["section"],
+            "tokens": rec["estimated_tokens"],
+            "required": rec["required"],
+            "record_digest": record_digest(rec),
+            "content_digest": content_digest(rec),
         }
     # Every eviction's detail object, from SPEC's list and the fixture's fields.
     shipping = CHUNKS["shipping-note"]
@@ -230,8 +286,11 @@ def test_identical_builds_share_the_pack_digest_not_the_number(seeded: str) -> N
 # --------------------------------------------------------------------------
 
 CRP_V2 = versioned(
-    "current-refund-policy", source_version="2026-08", effective_from="2026-08-01",
-    source_uri="internal://refund-policy/2026-08", estimated_tokens=40,
+    "current-refund-policy",
+    source_version="2026-08",
+    effective_from="2026-08-01",
+    source_uri="internal://refund-policy/2026-08",
+    estimated_tokens=40,
     content="Summary of the refund policy in force from August 2026.",
 )
 
@@ -245,11 +304,17 @@ def test_later_version_supersedes_from_its_date_only(seeded: str, tmp_path: Path
     early = build(seeded, "--as-of", "2026-07-31")
     assert by_id(early["admitted"])["current-refund-policy"]["source_version"] == "2026-04"
     old_side = [e for e in early["evicted"] if e["id"] == "current-refund-policy"]
-    assert old_side == [{
-        "id": "current-refund-policy", "source_version": "2026-08", "reason": "not_yet_effective",
-        "detail": {"effective_from": "2026-08-01"}, "tokens": 40,
-        "record_digest": record_digest(CRP_V2), "content_digest": content_digest(CRP_V2),
-    }]
+    assert old_side == [
+        {
+            "id": "current-refund-policy",
+            "source_version": "2026-08",
+            "reason": "not_yet_effective",
+            "detail": {"effective_from": "2026-08-01"},
+            "tokens": 40,
+            "record_digest": record_digest(CRP_V2),
+            "content_digest": content_digest(CRP_V2),
+        }
+    ]
     assert early["used"] == 162
 
     # From 2026-08-01 (inclusive) the new version supersedes the old one.
@@ -273,9 +338,9 @@ def test_later_version_supersedes_from_its_date_only(seeded: str, tmp_path: Path
     # The ledger as it stood at entry 3 (before the new version's ingest at 4).
     past = build(seeded, "--as-of", "2026-08-15", "--ledger-at", "3")
     everything = past["admitted"] + past["evicted"]
-    assert [(i["id"], i["source_version"]) for i in everything if i["id"] == "current-refund-policy"] == [
-        ("current-refund-policy", "2026-04")
-    ]
+    assert [
+        (i["id"], i["source_version"]) for i in everything if i["id"] == "current-refund-policy"
+    ] == [("current-refund-policy", "2026-04")]
     assert by_id(past["admitted"])["current-refund-policy"]["source_version"] == "2026-04"
     assert len(everything) == len(CHUNKS) == past["candidates"]
     assert past["ledger_mark"] == 3
@@ -286,25 +351,59 @@ def test_required_chunk_is_decided_per_id_across_versions(new_db: Any, tmp_path:
     """An old required version that expired is an ordinary eviction when a newer
     version of the id passes; the build fails only when no version passes."""
     db = new_db()
-    rules_v1 = chunk(id="house-rules", section="policy", source_version="1", required=True,
-                     effective_from="2026-01-01", expires_on="2026-07-01", dedupe_key="house-rules",
-                     required_permission="policy-read", trust="application-policy", content="Rules v1.")
-    rules_v2 = dict(rules_v1, source_version="2", effective_from="2026-07-01", expires_on=None,
-                    content="Rules v2.")
+    rules_v1 = chunk(
+        id="house-rules",
+        section="policy",
+        source_version="1",
+        required=True,
+        effective_from="2026-01-01",
+        expires_on="2026-07-01",
+        dedupe_key="house-rules",
+        required_permission="policy-read",
+        trust="application-policy",
+        content="Rules v1.",
+    )
+    rules_v2 = dict(
+        rules_v1,
+        source_version="2",
+        effective_from="2026-07-01",
+        expires_on=None,
+        content="Rules v2.",
+    )
     extra = chunk(id="note", effective_from="2025-06-01")
-    run_ledger("ingest", str(write_jsonl(tmp_path / "rules.jsonl", [rules_v1, rules_v2, extra])),
-               db=db, check=True)
+    run_ledger(
+        "ingest",
+        str(write_jsonl(tmp_path / "rules.jsonl", [rules_v1, rules_v2, extra])),
+        db=db,
+        check=True,
+    )
     run_ledger("subject", "grant", "default", "policy-read", "public-read", db=db, check=True)
-    run_ledger("policy", "set", "--allow-trust", "application-policy", "--allow-trust", "approved-source",
-               "--budget", "100", db=db, check=True)
+    run_ledger(
+        "policy",
+        "set",
+        "--allow-trust",
+        "application-policy",
+        "--allow-trust",
+        "approved-source",
+        "--budget",
+        "100",
+        db=db,
+        check=True,
+    )
 
     july = build(db, "--as-of", "2026-07-21")  # v1 expired on 2026-07-01
-    assert [(a["id"], a["source_version"]) for a in july["admitted"]] == [("house-rules", "2"), ("note", "1")]
+    assert [(a["id"], a["source_version"]) for a in july["admitted"]] == [
+        ("house-rules", "2"),
+        ("note", "1"),
+    ]
     assert [(e["id"], e["source_version"], e["reason"]) for e in july["evicted"]] == [
         ("house-rules", "1", "expired")
     ]
     june = build(db, "--as-of", "2026-06-15")  # v2 starts on 2026-07-01
-    assert [(a["id"], a["source_version"]) for a in june["admitted"]] == [("house-rules", "1"), ("note", "1")]
+    assert [(a["id"], a["source_version"]) for a in june["admitted"]] == [
+        ("house-rules", "1"),
+        ("note", "1"),
+    ]
     assert [(e["id"], e["source_version"], e["reason"]) for e in june["evicted"]] == [
         ("house-rules", "2", "not_yet_effective")
     ]
@@ -328,8 +427,13 @@ def test_revoke_changes_later_packs_not_earlier_ones(seeded: str) -> None:
     assert before["grants"] == granted
     # Required 80, leaving 90: crp (48) -> 42, legal-note (28) -> 14,
     # refund-faq (34) and shipping-note (24) do not fit.
-    assert by_id(before["admitted"]).keys() == {"policy", "task-state", "current-refund-policy",
-                                                "legal-note", "current-input"}
+    assert by_id(before["admitted"]).keys() == {
+        "policy",
+        "task-state",
+        "current-refund-policy",
+        "legal-note",
+        "current-input",
+    }
     assert before["used"] == 80 + 48 + 28
 
     revoke = run_ledger("subject", "revoke", "default", "legal-read", db=seeded, check=True)
@@ -378,9 +482,18 @@ GATE_PROBES = {
 
 
 @pytest.mark.parametrize("gate", list(GATE_PROBES))
-def test_required_chunk_failing_a_gate_fails_the_build(seeded: str, tmp_path: Path, gate: str) -> None:
-    fields = {"id": "must-have", "section": "state", "required": True, "dedupe_key": "must-have",
-              "required_permission": "state-read", "trust": "confirmed-state", **GATE_PROBES[gate]}
+def test_required_chunk_failing_a_gate_fails_the_build(
+    seeded: str, tmp_path: Path, gate: str
+) -> None:
+    fields = {
+        "id": "must-have",
+        "section": "state",
+        "required": True,
+        "dedupe_key": "must-have",
+        "required_permission": "state-read",
+        "trust": "confirmed-state",
+        **GATE_PROBES[gate],
+    }
     probe = chunk(**fields)
     run_ledger("ingest", str(write_jsonl(tmp_path / "probe.jsonl", [probe])), db=seeded, check=True)
     before = snapshot(seeded)
@@ -458,11 +571,14 @@ def test_invalid_build_arguments_record_nothing(seeded: str, args: tuple[str, ..
 
 def test_batch_without_keep_going_is_all_or_nothing(seeded: str, tmp_path: Path) -> None:
     batch = tmp_path / "nightly.jsonl"
-    write_jsonl(batch, [
-        {"subject": "default", "as_of": "2026-07-21"},
-        {"subject": "default", "as_of": "2026-13-01"},
-        {"subject": "default", "as_of": "2026-07-21", "budget": 200},
-    ])
+    write_jsonl(
+        batch,
+        [
+            {"subject": "default", "as_of": "2026-07-21"},
+            {"subject": "default", "as_of": "2026-13-01"},
+            {"subject": "default", "as_of": "2026-07-21", "budget": 200},
+        ],
+    )
     before = snapshot(seeded)
     proc = run_ledger("build", "--batch", str(batch), db=seeded)
     assert proc.returncode == 1
@@ -473,13 +589,16 @@ def test_batch_without_keep_going_is_all_or_nothing(seeded: str, tmp_path: Path)
 
 def test_batch_with_keep_going_records_the_good_lines(seeded: str, tmp_path: Path) -> None:
     batch = tmp_path / "nightly.jsonl"
-    write_jsonl(batch, [
-        {"subject": "default", "as_of": "2026-07-21"},
-        {"subject": "default", "as_of": "2026-13-01"},
-        {"subject": "default", "as_of": "2026-07-21", "budget": 200},
-        {"subject": "nobody", "as_of": "2026-07-21"},  # holds nothing: required chunks fail
-        {"subject": "default", "as_of": "2026-07-21", "bogus": 1},
-    ])
+    write_jsonl(
+        batch,
+        [
+            {"subject": "default", "as_of": "2026-07-21"},
+            {"subject": "default", "as_of": "2026-13-01"},
+            {"subject": "default", "as_of": "2026-07-21", "budget": 200},
+            {"subject": "nobody", "as_of": "2026-07-21"},  # holds nothing: required chunks fail
+            {"subject": "default", "as_of": "2026-07-21", "bogus": 1},
+        ],
+    )
     proc = run_ledger("build", "--batch", str(batch), "--keep-going", "--json", db=seeded)
     assert proc.returncode == 1
     out = json.loads(proc.stdout)
@@ -490,7 +609,8 @@ def test_batch_with_keep_going_records_the_good_lines(seeded: str, tmp_path: Pat
     assert [(p["pack"], p["budget"]) for p in out["packs"]] == [(1, 170), (2, 200)]
     listing = ledger_json("packs", db=seeded)["packs"]
     assert [(p["pack"], p["subject"], p["as_of"], p["budget"]) for p in listing] == [
-        (1, "default", "2026-07-21", 170), (2, "default", "2026-07-21", 200)
+        (1, "default", "2026-07-21", 170),
+        (2, "default", "2026-07-21", 200),
     ]
     # Each recorded pack is whole: it verifies and replays.
     assert run_ledger("verify", db=seeded).returncode == 0
@@ -501,7 +621,8 @@ def test_batch_with_keep_going_records_the_good_lines(seeded: str, tmp_path: Pat
 
 
 @pytest.mark.parametrize(
-    "extra", [("--budget", "300"), ("--subject", "alice"), ("--as-of", "2026-07-21"), ("--ledger-at", "2")],
+    "extra",
+    [("--budget", "300"), ("--subject", "alice"), ("--as-of", "2026-07-21"), ("--ledger-at", "2")],
     ids=lambda a: a[0],
 )
 def test_batch_refuses_options_its_lines_would_override(
@@ -521,30 +642,69 @@ def test_batch_refuses_options_its_lines_would_override(
 
 EXTRA = [
     CRP_V2,
-    versioned("refund-faq", source_version="2026-07", effective_from="2026-07-01", estimated_tokens=30,
-              content="Refund questions, July 2026 edition."),
-    versioned("old-refund-policy", source_version="2024-06", effective_from="2024-06-01",
-              expires_on="2025-01-01", content="An even older refund policy."),
-    chunk(id="warranty-note", source_version="a", effective_from="2026-05-01", estimated_tokens=12,
-          priority=58, dedupe_key="warranty", content="Warranty terms, short."),
-    chunk(id="warranty-copy", source_version="a", effective_from="2026-05-01", estimated_tokens=12,
-          priority=58, dedupe_key="warranty", content="Warranty terms, copied."),
+    versioned(
+        "refund-faq",
+        source_version="2026-07",
+        effective_from="2026-07-01",
+        estimated_tokens=30,
+        content="Refund questions, July 2026 edition.",
+    ),
+    versioned(
+        "old-refund-policy",
+        source_version="2024-06",
+        effective_from="2024-06-01",
+        expires_on="2025-01-01",
+        content="An even older refund policy.",
+    ),
+    chunk(
+        id="warranty-note",
+        source_version="a",
+        effective_from="2026-05-01",
+        estimated_tokens=12,
+        priority=58,
+        dedupe_key="warranty",
+        content="Warranty terms, short.",
+    ),
+    chunk(
+        id="warranty-copy",
+        source_version="a",
+        effective_from="2026-05-01",
+        estimated_tokens=12,
+        priority=58,
+        dedupe_key="warranty",
+        content="Warranty terms, copied.",
+    ),
 ]
 ALL_RECORDS = SEED["chunks"] + EXTRA
 
 
 def _finish_and_build(db: str) -> list[tuple[str, str, list[tuple[str, str]]]]:
     run_ledger("subject", "grant", "default", *REQUEST["granted_permissions"], db=db, check=True)
-    run_ledger("policy", "set", *trust_flags(REQUEST["allowed_trust"]), "--budget", "170", db=db, check=True)
+    run_ledger(
+        "policy",
+        "set",
+        *trust_flags(REQUEST["allowed_trust"]),
+        "--budget",
+        "170",
+        db=db,
+        check=True,
+    )
     out = []
     for as_of in ("2026-07-21", "2026-08-15", "2026-09-15"):
         data = build(db, "--as-of", as_of)
-        out.append((data["pack_digest"], data["input_digest"],
-                    [(a["id"], a["source_version"]) for a in data["admitted"]]))
+        out.append(
+            (
+                data["pack_digest"],
+                data["input_digest"],
+                [(a["id"], a["source_version"]) for a in data["admitted"]],
+            )
+        )
     return out
 
 
-def test_pack_digest_does_not_depend_on_ingest_order_or_batching(new_db: Any, tmp_path: Path) -> None:
+def test_pack_digest_does_not_depend_on_ingest_order_or_batching(
+    new_db: Any, tmp_path: Path
+) -> None:
     results = []
 
     db = new_db("one-file")
@@ -592,12 +752,28 @@ def test_versions_tied_on_effective_from_in_one_ingest_do_not_depend_on_line_ord
     outcomes = []
     for name, records in (("ab", [one, two]), ("ba", [two, one])):
         db = new_db(name)
-        run_ledger("ingest", str(write_jsonl(tmp_path / f"{name}.jsonl", records)), db=db, check=True)
+        run_ledger(
+            "ingest", str(write_jsonl(tmp_path / f"{name}.jsonl", records)), db=db, check=True
+        )
         run_ledger("subject", "grant", "default", "public-read", db=db, check=True)
-        run_ledger("policy", "set", "--allow-trust", "approved-source", "--budget", "100", db=db, check=True)
+        run_ledger(
+            "policy",
+            "set",
+            "--allow-trust",
+            "approved-source",
+            "--budget",
+            "100",
+            db=db,
+            check=True,
+        )
         data = build(db, "--as-of", "2026-07-01")
-        outcomes.append((data["pack_digest"], data["admitted"][0]["source_version"],
-                         [(e["source_version"], e["reason"]) for e in data["evicted"]]))
+        outcomes.append(
+            (
+                data["pack_digest"],
+                data["admitted"][0]["source_version"],
+                [(e["source_version"], e["reason"]) for e in data["evicted"]],
+            )
+        )
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][2][0][1] == "superseded"
 
@@ -608,9 +784,20 @@ def test_versions_tied_on_effective_from_later_ingest_wins(new_db: Any, tmp_path
     for name, order in (("12", [one, two]), ("21", [two, one])):
         db = new_db(name)
         for i, rec in enumerate(order):
-            run_ledger("ingest", str(write_jsonl(tmp_path / f"{name}-{i}.jsonl", [rec])), db=db, check=True)
+            run_ledger(
+                "ingest", str(write_jsonl(tmp_path / f"{name}-{i}.jsonl", [rec])), db=db, check=True
+            )
         run_ledger("subject", "grant", "default", "public-read", db=db, check=True)
-        run_ledger("policy", "set", "--allow-trust", "approved-source", "--budget", "100", db=db, check=True)
+        run_ledger(
+            "policy",
+            "set",
+            "--allow-trust",
+            "approved-source",
+            "--budget",
+            "100",
+            db=db,
+            check=True,
+        )
         data = build(db, "--as-of", "2026-07-01")
         assert [a["source_version"] for a in data["admitted"]] == [order[-1]["source_version"]]
         (evicted,) = data["evicted"]
@@ -636,7 +823,14 @@ def test_export_json_manifest_has_provenance_and_no_bodies(seed_pack: str) -> No
     assert [a["id"] for a in manifest["admitted"]] == SEED_ADMITTED
     for item in manifest["admitted"]:
         rec = CHUNKS[item["id"]]
-        for field in ("source_uri", "source_version", "effective_from", "expires_on", "trust", "section"):
+        for field in (
+            "source_uri",
+            "source_version",
+            "effective_from",
+            "expires_on",
+            "trust",
+            "section",
+        ):
             assert item[field] == rec[field], (item["id"], field)
         assert item["record_digest"] == record_digest(rec)
         assert item["content_digest"] == content_digest(rec)
@@ -644,8 +838,11 @@ def test_export_json_manifest_has_provenance_and_no_bodies(seed_pack: str) -> No
     for rec in SEED["chunks"]:
         assert rec["content"] not in proc.stdout
 
-    full = json.loads(run_ledger("export", "1", "--format", "json", "--with-content", db=seed_pack,
-                                 check=True).stdout)
+    full = json.loads(
+        run_ledger(
+            "export", "1", "--format", "json", "--with-content", db=seed_pack, check=True
+        ).stdout
+    )
     assert [a["content"] for a in full["admitted"]] == [CHUNKS[i]["content"] for i in SEED_ADMITTED]
     assert all("content" not in e for e in full["evicted"])
     assert full["pack_digest"] == manifest["pack_digest"]
@@ -680,8 +877,9 @@ def test_export_markdown_sections_in_order_with_source_and_version(seed_pack: st
     for rec in SEED["chunks"]:
         assert rec["content"] not in text
 
-    with_bodies = run_ledger("export", "1", "--format", "markdown", "--with-content", db=seed_pack,
-                             check=True).stdout
+    with_bodies = run_ledger(
+        "export", "1", "--format", "markdown", "--with-content", db=seed_pack, check=True
+    ).stdout
     _sections, blocks = _markdown_chunks(with_bodies)
     for rec_id, (_section, block) in blocks.items():
         assert CHUNKS[rec_id]["content"] in block
@@ -694,12 +892,16 @@ def test_export_to_a_file_is_owner_only(seed_pack: str, tmp_path: Path, fmt: str
     target = tmp_path / f"context.{fmt}"
     target.write_text("old, world-readable\n", encoding="utf-8")
     os.chmod(target, 0o644)
-    proc = run_ledger("export", "1", "--format", fmt, "--with-content", "-o", str(target), db=seed_pack)
+    proc = run_ledger(
+        "export", "1", "--format", fmt, "--with-content", "-o", str(target), db=seed_pack
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     assert str(target.resolve()) in proc.stderr
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
-    expected = run_ledger("export", "1", "--format", fmt, "--with-content", db=seed_pack, check=True).stdout
+    expected = run_ledger(
+        "export", "1", "--format", fmt, "--with-content", db=seed_pack, check=True
+    ).stdout
     assert target.read_text(encoding="utf-8") == expected
     fresh = tmp_path / f"new.{fmt}"
     run_ledger("export", "1", "--format", fmt, "-o", str(fresh), db=seed_pack, check=True)

@@ -27,19 +27,45 @@ def _popen(db: str, *args: str) -> subprocess.Popen[bytes]:
 
 def test_eight_concurrent_ingests_and_builds_keep_one_chain(db_url: str, tmp_path: Path) -> None:
     run_ledger("ingest", str(FIXTURE), db=db_url, check=True)
-    run_ledger("subject", "grant", "default", "policy-read", "state-read", "user-input", "public-read",
-               db=db_url, check=True)
-    run_ledger("policy", "set", "--allow-trust", "application-policy", "--allow-trust", "confirmed-state",
-               "--allow-trust", "approved-source", "--allow-trust", "user-input", "--budget", "170",
-               db=db_url, check=True)
+    run_ledger(
+        "subject",
+        "grant",
+        "default",
+        "policy-read",
+        "state-read",
+        "user-input",
+        "public-read",
+        db=db_url,
+        check=True,
+    )
+    run_ledger(
+        "policy",
+        "set",
+        "--allow-trust",
+        "application-policy",
+        "--allow-trust",
+        "confirmed-state",
+        "--allow-trust",
+        "approved-source",
+        "--allow-trust",
+        "user-input",
+        "--budget",
+        "170",
+        db=db_url,
+        check=True,
+    )
     before = ledger_json("verify", db=db_url)["entries"]
     files = []
     for w in range(WRITERS // 2):
-        recs = [chunk(id=f"w{w}-c{i:04d}", dedupe_key=f"w{w}-c{i:04d}", source_uri=f"doc://w{w}/{i}")
-                for i in range(300)]
+        recs = [
+            chunk(id=f"w{w}-c{i:04d}", dedupe_key=f"w{w}-c{i:04d}", source_uri=f"doc://w{w}/{i}")
+            for i in range(300)
+        ]
         files.append(write_jsonl(tmp_path / f"writer{w}.jsonl", recs))
     procs = [_popen(db_url, "ingest", "--json", str(f)) for f in files]
-    procs += [_popen(db_url, "build", "--as-of", "2026-07-21", "--json") for _ in range(WRITERS // 2)]
+    procs += [
+        _popen(db_url, "build", "--as-of", "2026-07-21", "--json") for _ in range(WRITERS // 2)
+    ]
     outputs = [p.communicate(timeout=300) for p in procs]
     codes = [p.returncode for p in procs]
     assert codes == [0] * WRITERS, [err.decode()[-500:] for _, err in outputs]

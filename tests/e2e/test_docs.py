@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from ledger_cli.main import cli
 
+from ledger_cli.main import cli
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text("utf-8")

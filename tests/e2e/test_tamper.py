@@ -40,9 +40,7 @@ from tests.e2e.test_build import (
 
 
 @pytest.fixture(scope="module")
-def base(
-    tmp_path_factory: pytest.TempPathFactory, module_backend: str
-) -> Iterator[dict[str, Any]]:
+def base(tmp_path_factory: pytest.TempPathFactory, module_backend: str) -> Iterator[dict[str, Any]]:
     """The ledger of the module docstring, on this module run's backend. Tests only copy it."""
     folder = tmp_path_factory.mktemp("base")
     db = dbtools.new_ledger(folder, module_backend)
@@ -141,9 +139,21 @@ def test_the_chain_is_what_spec_says(copy: str) -> None:
     """Recompute every entry hash independently (RFC 8785 + SHA-256) from its
     four fields: the model the rewrite test below relies on."""
     prev = "0" * 64
-    rows = query(copy, "SELECT seq, kind, payload_digest, prev_hash, entry_hash FROM entries ORDER BY seq")
+    rows = query(
+        copy, "SELECT seq, kind, payload_digest, prev_hash, entry_hash FROM entries ORDER BY seq"
+    )
     assert [r[0] for r in rows] == list(range(1, 10))
-    assert [r[1] for r in rows] == ["ingest", "grant", "policy", "pack", "ingest", "grant", "pack", "revoke", "pack"]
+    assert [r[1] for r in rows] == [
+        "ingest",
+        "grant",
+        "policy",
+        "pack",
+        "ingest",
+        "grant",
+        "pack",
+        "revoke",
+        "pack",
+    ]
     for seq, kind, payload, prev_hash, entry_hash in rows:
         assert prev_hash == prev
         assert entry_hash == _entry_hash(seq, kind, payload, prev_hash)
@@ -161,13 +171,25 @@ def _entry_hash(seq: int, kind: str, payload: str, prev_hash: str) -> str:
 
 
 def _content_byte(db: str) -> None:
-    tamper(db, ("UPDATE chunk_versions SET content = substr(content, 1, 9) || 'X' || substr(content, 11) "
-                "WHERE vid = ?", (vid(db, "shipping-note"),)))
+    tamper(
+        db,
+        (
+            "UPDATE chunk_versions SET content = substr(content, 1, 9) || 'X' || "
+            "substr(content, 11) "
+            "WHERE vid = ?",
+            (vid(db, "shipping-note"),),
+        ),
+    )
 
 
 def _content_byte_newer_batch(db: str) -> None:
-    tamper(db, ("UPDATE chunk_versions SET content = content || ' ' WHERE vid = ?",
-                (vid(db, "current-refund-policy", "2026-08"),)))
+    tamper(
+        db,
+        (
+            "UPDATE chunk_versions SET content = content || ' ' WHERE vid = ?",
+            (vid(db, "current-refund-policy", "2026-08"),),
+        ),
+    )
 
 
 def _record_field(db: str) -> None:
@@ -176,12 +198,23 @@ def _record_field(db: str) -> None:
 
 def _reason(db: str) -> None:
     # shipping-note: budget (7) -> duplicate (6) in pack 2.
-    tamper(db, ("UPDATE decisions SET status = 6 WHERE pack_no = 2 AND vid = ?", (vid(db, "shipping-note"),)))
+    tamper(
+        db,
+        (
+            "UPDATE decisions SET status = 6 WHERE pack_no = 2 AND vid = ?",
+            (vid(db, "shipping-note"),),
+        ),
+    )
 
 
 def _admitted_to_evicted(db: str) -> None:
-    tamper(db, ("UPDATE decisions SET status = 1, position = NULL WHERE pack_no = 3 AND vid = ?",
-                (vid(db, "current-input"),)))
+    tamper(
+        db,
+        (
+            "UPDATE decisions SET status = 1, position = NULL WHERE pack_no = 3 AND vid = ?",
+            (vid(db, "current-input"),),
+        ),
+    )
 
 
 def _deleted_eviction(db: str) -> None:
@@ -189,25 +222,43 @@ def _deleted_eviction(db: str) -> None:
 
 
 def _budget_remaining(db: str) -> None:
-    tamper(db, ("UPDATE decisions SET remaining = remaining + 1 WHERE pack_no = 1 AND vid = ?",
-                (vid(db, "shipping-note"),)))
+    tamper(
+        db,
+        (
+            "UPDATE decisions SET remaining = remaining + 1 WHERE pack_no = 1 AND vid = ?",
+            (vid(db, "shipping-note"),),
+        ),
+    )
 
 
 def _superseding_ref(db: str) -> None:
-    tamper(db, ("UPDATE decisions SET ref_vid = ? WHERE pack_no = 2 AND status = 5",
-                (vid(db, "mirror-refund-policy"),)))
+    tamper(
+        db,
+        (
+            "UPDATE decisions SET ref_vid = ? WHERE pack_no = 2 AND status = 5",
+            (vid(db, "mirror-refund-policy"),),
+        ),
+    )
 
 
 def _swapped_positions(db: str) -> None:
     p, t = vid(db, "policy"), vid(db, "task-state")
-    tamper(db,
-           ("UPDATE decisions SET position = -1 WHERE pack_no = 1 AND vid = ?", (p,)),
-           ("UPDATE decisions SET position = 0 WHERE pack_no = 1 AND vid = ?", (t,)),
-           ("UPDATE decisions SET position = 1 WHERE pack_no = 1 AND vid = ?", (p,)))
+    tamper(
+        db,
+        ("UPDATE decisions SET position = -1 WHERE pack_no = 1 AND vid = ?", (p,)),
+        ("UPDATE decisions SET position = 0 WHERE pack_no = 1 AND vid = ?", (t,)),
+        ("UPDATE decisions SET position = 1 WHERE pack_no = 1 AND vid = ?", (p,)),
+    )
 
 
 def _decision_tokens(db: str) -> None:
-    tamper(db, ("UPDATE decisions SET tokens = tokens - 1 WHERE pack_no = 1 AND vid = ?", (vid(db, "policy"),)))
+    tamper(
+        db,
+        (
+            "UPDATE decisions SET tokens = tokens - 1 WHERE pack_no = 1 AND vid = ?",
+            (vid(db, "policy"),),
+        ),
+    )
 
 
 def _pack_used(db: str) -> None:
@@ -219,13 +270,25 @@ def _pack_budget(db: str) -> None:
 
 
 def _pack_grants(db: str) -> None:
-    tamper(db, ("UPDATE packs SET grants = ? WHERE pack_no = 1",
-                (json.dumps(sorted(REQUEST["granted_permissions"] + ["legal-read"]), separators=(",", ":")),)))
+    tamper(
+        db,
+        (
+            "UPDATE packs SET grants = ? WHERE pack_no = 1",
+            (
+                json.dumps(
+                    sorted(REQUEST["granted_permissions"] + ["legal-read"]), separators=(",", ":")
+                ),
+            ),
+        ),
+    )
 
 
 def _pack_digest(db: str) -> None:
-    tamper(db, "UPDATE packs SET pack_digest = replace(pack_digest, substr(pack_digest, 1, 1), 'f') "
-               "WHERE pack_no = 2 AND substr(pack_digest, 1, 1) != 'f'")
+    tamper(
+        db,
+        "UPDATE packs SET pack_digest = replace(pack_digest, substr(pack_digest, 1, 1), 'f') "
+        "WHERE pack_no = 2 AND substr(pack_digest, 1, 1) != 'f'",
+    )
 
 
 def _deleted_entry(db: str) -> None:
@@ -238,21 +301,34 @@ def _reordered_entries(db: str) -> None:
     cols = "kind, payload_digest, prev_hash, entry_hash"
     (two,) = query(db, f"SELECT {cols} FROM entries WHERE seq = 2")
     (three,) = query(db, f"SELECT {cols} FROM entries WHERE seq = 3")
-    sql = "UPDATE entries SET kind = ?, payload_digest = ?, prev_hash = ?, entry_hash = ? WHERE seq = ?"
-    tamper(db,
-           "UPDATE entries SET entry_hash = 'parked-2' WHERE seq = 2",
-           "UPDATE entries SET entry_hash = 'parked-3' WHERE seq = 3",
-           (sql, (*three, 2)),
-           (sql, (*two, 3)))
+    sql = (
+        "UPDATE entries SET kind = ?, payload_digest = ?, prev_hash = ?, entry_hash = ? "
+        "WHERE seq = ?"
+    )
+    tamper(
+        db,
+        "UPDATE entries SET entry_hash = 'parked-2' WHERE seq = 2",
+        "UPDATE entries SET entry_hash = 'parked-3' WHERE seq = 3",
+        (sql, (*three, 2)),
+        (sql, (*two, 3)),
+    )
 
 
 def _entry_payload(db: str) -> None:
-    tamper(db, "UPDATE entries SET payload_digest = replace(payload_digest, substr(payload_digest, 1, 1), '0') "
-               "WHERE seq = 5 AND substr(payload_digest, 1, 1) != '0'")
+    tamper(
+        db,
+        "UPDATE entries SET payload_digest = "
+        "replace(payload_digest, substr(payload_digest, 1, 1), '0') "
+        "WHERE seq = 5 AND substr(payload_digest, 1, 1) != '0'",
+    )
 
 
 def _grant_row(db: str) -> None:
-    tamper(db, "UPDATE grants SET permission = 'legal-read' WHERE entry_seq = 2 AND permission = 'public-read'")
+    tamper(
+        db,
+        "UPDATE grants SET permission = 'legal-read' "
+        "WHERE entry_seq = 2 AND permission = 'public-read'",
+    )
 
 
 def _revoke_row(db: str) -> None:
@@ -265,12 +341,22 @@ def _policy_row(db: str) -> None:
 
 def _policy_trust(db: str) -> None:
     labels = sorted(REQUEST["allowed_trust"] + ["unverified"])
-    tamper(db, ("UPDATE policies SET allowed_trust = ? WHERE entry_seq = 3",
-                (json.dumps(labels, separators=(",", ":")),)))
+    tamper(
+        db,
+        (
+            "UPDATE policies SET allowed_trust = ? WHERE entry_seq = 3",
+            (json.dumps(labels, separators=(",", ":")),),
+        ),
+    )
 
 
-SMUGGLED = chunk(id="smuggled-note", source_version="1", effective_from="2026-01-01",
-                 required_permission="public-read", content="Slipped in after the fact.")
+SMUGGLED = chunk(
+    id="smuggled-note",
+    source_version="1",
+    effective_from="2026-01-01",
+    required_permission="public-read",
+    content="Slipped in after the fact.",
+)
 
 
 def _insert_version(batch_seq: int, *, under_a_batch: bool = True):  # type: ignore[no-untyped-def]
@@ -278,15 +364,37 @@ def _insert_version(batch_seq: int, *, under_a_batch: bool = True):  # type: ign
         rec = stored(SMUGGLED)
         # A row with correct digests: only the batch's own digest can give it away.
         # Under an entry that is not a batch, batch_seq breaks a foreign key.
-        tamper(db, (
-            "INSERT INTO chunk_versions (chunk_id, source_version, section, source_uri, effective_from, "
-            "expires_on, required_permission, trust, dedupe_key, estimated_tokens, priority, required, "
-            "content, content_digest, record_digest, batch_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (rec["id"], rec["source_version"], rec["section"], rec["source_uri"], rec["effective_from"],
-             rec["expires_on"], rec["required_permission"], rec["trust"], rec["dedupe_key"],
-             rec["estimated_tokens"], rec["priority"], bool(rec["required"]), rec["content"],
-             content_digest(SMUGGLED), record_digest(SMUGGLED), batch_seq),
-        ), bypass_foreign_keys=not under_a_batch)
+        tamper(
+            db,
+            (
+                "INSERT INTO chunk_versions (chunk_id, source_version, section, source_uri, "
+                "effective_from, "
+                "expires_on, required_permission, trust, dedupe_key, estimated_tokens, priority, "
+                "required, "
+                "content, content_digest, record_digest, batch_seq) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    rec["id"],
+                    rec["source_version"],
+                    rec["section"],
+                    rec["source_uri"],
+                    rec["effective_from"],
+                    rec["expires_on"],
+                    rec["required_permission"],
+                    rec["trust"],
+                    rec["dedupe_key"],
+                    rec["estimated_tokens"],
+                    rec["priority"],
+                    bool(rec["required"]),
+                    rec["content"],
+                    content_digest(SMUGGLED),
+                    record_digest(SMUGGLED),
+                    batch_seq,
+                ),
+            ),
+            bypass_foreign_keys=not under_a_batch,
+        )
+
     return run
 
 
@@ -356,10 +464,16 @@ def test_verify_reports_the_lowest_bad_entry(copy: str) -> None:
 # --------------------------------------------------------------------------
 
 
-def test_checkpoint_catches_truncation_of_the_newest_entries(copy: str, base: dict[str, Any]) -> None:
-    tamper(copy, "DELETE FROM decisions WHERE pack_no = 3", "DELETE FROM packs WHERE pack_no = 3",
-           "DELETE FROM entries WHERE seq = 9",
-           "DELETE FROM merkle_nodes WHERE level = 0 AND idx = 8")  # entry 9's only node
+def test_checkpoint_catches_truncation_of_the_newest_entries(
+    copy: str, base: dict[str, Any]
+) -> None:
+    tamper(
+        copy,
+        "DELETE FROM decisions WHERE pack_no = 3",
+        "DELETE FROM packs WHERE pack_no = 3",
+        "DELETE FROM entries WHERE seq = 9",
+        "DELETE FROM merkle_nodes WHERE level = 0 AND idx = 8",
+    )  # entry 9's only node
     # What is left is a consistent shorter ledger: only the checkpoint can tell.
     code, _plain, data = verify(copy)
     assert code == 0 and data["entries"] == 8
@@ -382,10 +496,13 @@ def test_checkpoint_catches_rewritten_history(copy: str, base: dict[str, Any]) -
     for seq, kind, old_payload, _prev in rows[2:]:
         new_payload = payload if seq == 3 else old_payload
         new_hash = _entry_hash(seq, kind, new_payload, prev)
-        rewrite.append((
-            "UPDATE entries SET payload_digest = ?, prev_hash = ?, entry_hash = ? WHERE seq = ?",
-            (new_payload, prev, new_hash, seq),
-        ))
+        rewrite.append(
+            (
+                "UPDATE entries SET payload_digest = ?, prev_hash = ?, entry_hash = ? "
+                "WHERE seq = ?",
+                (new_payload, prev, new_hash, seq),
+            )
+        )
         prev = new_hash
     tamper(copy, *rewrite)
     dbtools.rebuild_merkle_tree(copy)  # and the tree over the entries, as an attacker would
@@ -457,14 +574,30 @@ def test_replay_reports_the_first_difference(copy: str, case: str, pack: str, na
 # --------------------------------------------------------------------------
 
 UNREADABLE = {
-    "pack grants not JSON": ("UPDATE packs SET grants = 'nope' WHERE pack_no = 1", 4, "pack",
-                             [("show", "1"), ("replay", "1"), ("export", "1")]),
-    "pack policy not an object": ("UPDATE packs SET policy = '[1]' WHERE pack_no = 2", 7, "pack",
-                                  [("replay", "2"), ("why-evicted", "shipping-note", "--pack", "2")]),
-    "unknown decision status": ("UPDATE decisions SET status = 42 WHERE pack_no = 1 AND status = 7", 4, "pack",
-                                [("show", "1"), ("why-evicted", "shipping-note"), ("diff", "1", "2")]),
-    "policy row not JSON": ("UPDATE policies SET allowed_trust = 'nope' WHERE entry_seq = 3", 3, "policy",
-                            [("policy", "show"), ("build", "--as-of", "2026-07-21", "--ledger-at", "3")]),
+    "pack grants not JSON": (
+        "UPDATE packs SET grants = 'nope' WHERE pack_no = 1",
+        4,
+        "pack",
+        [("show", "1"), ("replay", "1"), ("export", "1")],
+    ),
+    "pack policy not an object": (
+        "UPDATE packs SET policy = '[1]' WHERE pack_no = 2",
+        7,
+        "pack",
+        [("replay", "2"), ("why-evicted", "shipping-note", "--pack", "2")],
+    ),
+    "unknown decision status": (
+        "UPDATE decisions SET status = 42 WHERE pack_no = 1 AND status = 7",
+        4,
+        "pack",
+        [("show", "1"), ("why-evicted", "shipping-note"), ("diff", "1", "2")],
+    ),
+    "policy row not JSON": (
+        "UPDATE policies SET allowed_trust = 'nope' WHERE entry_seq = 3",
+        3,
+        "policy",
+        [("policy", "show"), ("build", "--as-of", "2026-07-21", "--ledger-at", "3")],
+    ),
 }
 
 
@@ -478,4 +611,7 @@ def test_unreadable_rows_are_integrity_failures(copy: str, case: str) -> None:
         assert proc.returncode == 4, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
         lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: ") and "verify" in lines[0], (args, proc.stderr)
+        assert len(lines) == 1 and lines[0].startswith("error: ") and "verify" in lines[0], (
+            args,
+            proc.stderr,
+        )

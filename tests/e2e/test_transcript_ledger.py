@@ -56,10 +56,20 @@ def test_ledger_selection_equals_export_and_why_evicted_explains(
     omitted = {e["id"]: e for e in omissions["exchanges"] if e["status"] != "selected"}
     assert omitted and len(selected) > 2
 
-    ing = ledger_json("ingest", "--format", "transcript", str(src), "--priorities", str(sidecar), db=db_url)
+    ing = ledger_json(
+        "ingest", "--format", "transcript", str(src), "--priorities", str(sidecar), db=db_url
+    )
     assert ing["new"] == 12 and ing["read"] == 12
-    pack = ledger_json("build", "--transcript", str(src), "--priorities", str(sidecar),
-                       "--budget", str(budget), db=db_url)
+    pack = ledger_json(
+        "build",
+        "--transcript",
+        str(src),
+        "--priorities",
+        str(sidecar),
+        "--budget",
+        str(budget),
+        db=db_url,
+    )
     admitted = [a["id"] for a in pack["admitted"]]
     assert admitted == ["chat-" + e for e in selected]  # same set, same (source) order
     assert sorted(e["id"] for e in pack["evicted"]) == sorted("chat-" + e for e in omitted)
@@ -82,8 +92,16 @@ def test_ledger_selection_equals_export_and_why_evicted_explains(
 
     # Applying the hint (more bytes for the whole file) really admits it.
     bigger = pack["budget"] + header + hint["steps"][0]["extra"]
-    again = ledger_json("build", "--transcript", str(src), "--priorities", str(sidecar),
-                        "--budget", str(bigger), db=db_url)
+    again = ledger_json(
+        "build",
+        "--transcript",
+        str(src),
+        "--priorities",
+        str(sidecar),
+        "--budget",
+        str(bigger),
+        db=db_url,
+    )
     assert "chat-" + gone in [a["id"] for a in again["admitted"]]
     changes = ledger_json("diff", str(pack["pack"]), str(again["pack"]), db=db_url)["changes"]
     assert any(c["id"] == "chat-" + gone and c["cause"] == "budget change" for c in changes)
@@ -98,12 +116,44 @@ def test_exchanges_are_not_document_candidates_and_reannotation_adds_versions(
 ) -> None:
     src, sidecar = annotated
     run_ledger("ingest", str(FIXTURE), db=db_url, check=True)
-    run_ledger("ingest", "--format", "transcript", str(src), "--priorities", str(sidecar), db=db_url, check=True)
-    run_ledger("subject", "grant", "default", "policy-read", "state-read", "user-input", "public-read",
-               "transcript-read", db=db_url, check=True)
-    run_ledger("policy", "set", "--allow-trust", "application-policy", "--allow-trust", "confirmed-state",
-               "--allow-trust", "approved-source", "--allow-trust", "user-input", "--budget", "170",
-               db=db_url, check=True)
+    run_ledger(
+        "ingest",
+        "--format",
+        "transcript",
+        str(src),
+        "--priorities",
+        str(sidecar),
+        db=db_url,
+        check=True,
+    )
+    run_ledger(
+        "subject",
+        "grant",
+        "default",
+        "policy-read",
+        "state-read",
+        "user-input",
+        "public-read",
+        "transcript-read",
+        db=db_url,
+        check=True,
+    )
+    run_ledger(
+        "policy",
+        "set",
+        "--allow-trust",
+        "application-policy",
+        "--allow-trust",
+        "confirmed-state",
+        "--allow-trust",
+        "approved-source",
+        "--allow-trust",
+        "user-input",
+        "--budget",
+        "170",
+        db=db_url,
+        check=True,
+    )
     doc = ledger_json("build", "--as-of", "2026-07-21", db=db_url)
     assert doc["candidates"] == 11  # the fixture's chunks only, pinned exchanges do not fail it
     assert not any(a["id"].startswith("chat-") for a in doc["admitted"] + doc["evicted"])
@@ -111,9 +161,13 @@ def test_exchanges_are_not_document_candidates_and_reannotation_adds_versions(
     # A new annotation: new versions of every exchange; the stored ones stay.
     other = tmp_path / "other.priorities.json"
     run_ledger("transcript", "annotate", str(src), str(other), "e002=pinned", check=True)
-    again = ledger_json("ingest", "--format", "transcript", str(src), "--priorities", str(other), db=db_url)
+    again = ledger_json(
+        "ingest", "--format", "transcript", str(src), "--priorities", str(other), db=db_url
+    )
     assert again["new"] == 12 and again["unchanged"] == 0
-    same = ledger_json("ingest", "--format", "transcript", str(src), "--priorities", str(sidecar), db=db_url)
+    same = ledger_json(
+        "ingest", "--format", "transcript", str(src), "--priorities", str(sidecar), db=db_url
+    )
     assert same["new"] == 0 and same["unchanged"] == 12
     versions = ledger_json("chunks", "--id", "chat-e002", db=db_url)["chunks"]
     assert len(versions) == 2 and {v["required"] for v in versions} == {True, False}
@@ -123,21 +177,56 @@ def test_transcript_pack_refusals_leave_the_ledger_unchanged(
     db_url: str, annotated: tuple[Path, Path], tmp_path: Path
 ) -> None:
     src, sidecar = annotated
-    missing = run_ledger("build", "--transcript", str(src), "--priorities", str(sidecar), "--budget", "9999",
-                         db=db_url)
+    missing = run_ledger(
+        "build",
+        "--transcript",
+        str(src),
+        "--priorities",
+        str(sidecar),
+        "--budget",
+        "9999",
+        db=db_url,
+    )
     assert missing.returncode == 1 and "ingest --format transcript" in missing.stderr
-    run_ledger("ingest", "--format", "transcript", str(src), "--priorities", str(sidecar), db=db_url, check=True)
+    run_ledger(
+        "ingest",
+        "--format",
+        "transcript",
+        str(src),
+        "--priorities",
+        str(sidecar),
+        db=db_url,
+        check=True,
+    )
     head = run_ledger("head", db=db_url, check=True).stdout
-    tiny = run_ledger("build", "--transcript", str(src), "--priorities", str(sidecar), "--budget", "400",
-                      db=db_url)
+    tiny = run_ledger(
+        "build",
+        "--transcript",
+        str(src),
+        "--priorities",
+        str(sidecar),
+        "--budget",
+        "400",
+        db=db_url,
+    )
     assert tiny.returncode == 1
-    assert tiny.stderr.startswith("error: ") and "pinned exchanges plus the Markdown framing" in tiny.stderr
+    assert (
+        tiny.stderr.startswith("error: ")
+        and "pinned exchanges plus the Markdown framing" in tiny.stderr
+    )
     assert "Traceback" not in tiny.stderr
     assert run_ledger("head", db=db_url, check=True).stdout == head
-    no_budget = run_ledger("build", "--transcript", str(src), "--priorities", str(sidecar), db=db_url)
+    no_budget = run_ledger(
+        "build", "--transcript", str(src), "--priorities", str(sidecar), db=db_url
+    )
     assert no_budget.returncode == 2 and "--budget" in no_budget.stderr
     stale = tmp_path / "stale.jsonl"
-    stale.write_bytes(src.read_bytes() + b'{"role": "user", "content": "more"}\n{"role": "assistant", "content": "x"}\n')
-    refused = run_ledger("ingest", "--format", "transcript", str(stale), "--priorities", str(sidecar), db=db_url)
+    stale.write_bytes(
+        src.read_bytes()
+        + b'{"role": "user", "content": "more"}\n{"role": "assistant", "content": "x"}\n'
+    )
+    refused = run_ledger(
+        "ingest", "--format", "transcript", str(stale), "--priorities", str(sidecar), db=db_url
+    )
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert run_ledger("head", db=db_url, check=True).stdout == head

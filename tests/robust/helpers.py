@@ -102,7 +102,7 @@ def one_error_line(result: Run, code: int = 1, prefix: str = "error: ") -> str:
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr[-2000:]
     assert lines[0].startswith(prefix), lines[0]
-    return lines[0][len(prefix):]
+    return lines[0][len(prefix) :]
 
 
 def sqlite_url(path: Path) -> str:
@@ -203,8 +203,12 @@ def record_line(i: int, prefix: str, content: str) -> str:
         content=f"{content} {i}",
     )
     if i % 10 in (0, 1):  # pairs share a dedupe key: same section, permission and trust
-        rec.update(dedupe_key=f"{prefix}pair{i // 10:06d}", section="evidence",
-                   trust="approved-source", required_permission="public-read")
+        rec.update(
+            dedupe_key=f"{prefix}pair{i // 10:06d}",
+            section="evidence",
+            trust="approved-source",
+            required_permission="public-read",
+        )
     return json.dumps(rec, ensure_ascii=False)
 
 

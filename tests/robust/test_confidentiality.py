@@ -42,8 +42,14 @@ def rec(**fields: Any) -> dict[str, Any]:
 
 
 CHUNKS = [
-    rec(id="open-policy", section="policy", trust="application-policy",
-        required_permission="policy-read", required=True, priority=90),
+    rec(
+        id="open-policy",
+        section="policy",
+        trust="application-policy",
+        required_permission="policy-read",
+        required=True,
+        priority=90,
+    ),
     rec(id="open-faq", estimated_tokens=30),
     rec(id="legal-memo", required_permission="legal-read"),
     rec(id="rumour", trust="unverified"),
@@ -69,8 +75,18 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run("init", db=db, check=True)
     run("ingest", str(folder / "chunks.jsonl"), db=db, check=True)
     run("subject", "grant", "default", "policy-read", "public-read", db=db, check=True)
-    run("policy", "set", "--allow-trust", "application-policy", "--allow-trust", "approved-source",
-        "--budget", "200", db=db, check=True)
+    run(
+        "policy",
+        "set",
+        "--allow-trust",
+        "application-policy",
+        "--allow-trust",
+        "approved-source",
+        "--budget",
+        "200",
+        db=db,
+        check=True,
+    )
     run("build", "--as-of", "2026-07-21", db=db, check=True)
     run("subject", "grant", "default", "legal-read", db=db, check=True)
     run("build", "--as-of", "2026-07-22", "--budget", "300", db=db, check=True)
@@ -79,10 +95,20 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # Every read command, human and --json; REFs by id, by digest prefix, by pack digest.
 READS: list[tuple[str, ...]] = [
-    ("chunks",), ("chunks", "--id", "versioned"), ("packs",), ("show", "1"), ("show", "2"),
-    ("diff", "1", "2"), ("verify",), ("head",), ("replay", "1"), ("replay", "2"),
-    ("subject", "show", "default"), ("policy", "show"),
-    ("export", "1"), ("export", "2", "--format", "markdown"),
+    ("chunks",),
+    ("chunks", "--id", "versioned"),
+    ("packs",),
+    ("show", "1"),
+    ("show", "2"),
+    ("diff", "1", "2"),
+    ("verify",),
+    ("head",),
+    ("replay", "1"),
+    ("replay", "2"),
+    ("subject", "show", "default"),
+    ("policy", "show"),
+    ("export", "1"),
+    ("export", "2", "--format", "markdown"),
     *[("why-evicted", i, "--hints", "all") for i in sorted({c["id"] for c in CHUNKS})],
     ("why-evicted", "versioned", "--pack", "2"),
 ]
@@ -136,27 +162,38 @@ def test_export_prints_bodies_only_with_content(ledger: Path) -> None:
 BAD_INGESTS: list[tuple[str, bytes]] = [
     ("changed version (immutability)", jsonl([rec(id="open-faq", content=f"{OTHER} {MARKER}")])),
     ("content over the limit", jsonl([rec(id="huge", content=MARKER + "x" * 1_000_001)])),
-    ("lone surrogate in the body", json.dumps(rec(id="sur", content=MARKER + "\ud800"))
-     .encode() + b"\n"),
+    (
+        "lone surrogate in the body",
+        json.dumps(rec(id="sur", content=MARKER + "\ud800")).encode() + b"\n",
+    ),
     ("NUL in the body", jsonl([rec(id="nul", content=MARKER + "\u0000")])),
-    ("invalid UTF-8 in the body", json.dumps(rec(id="utf", content=MARKER + "@")).encode()
-     .replace(b"@", b"\xff") + b"\n"),
-    ("duplicate key after the body", json.dumps(rec(id="dup"))[:-1].encode()
-     + b', "content": "' + OTHER.encode() + b'"}\n'),
+    (
+        "invalid UTF-8 in the body",
+        json.dumps(rec(id="utf", content=MARKER + "@")).encode().replace(b"@", b"\xff") + b"\n",
+    ),
+    (
+        "duplicate key after the body",
+        json.dumps(rec(id="dup"))[:-1].encode() + b', "content": "' + OTHER.encode() + b'"}\n',
+    ),
     ("bad date beside the body", jsonl([rec(id="date", effective_from="2026-02-30")])),
     ("unknown field beside the body", jsonl([{**rec(id="unknown"), "note": OTHER}])),
     ("blank body", jsonl([rec(id="blank", content="  \n ")]) + jsonl([rec(id="b2")])),
-    ("dedupe group refused", jsonl([rec(id="faq-third", dedupe_key="faq-group",
-                                        trust="user-input")])),
-    ("required chunk in a shared group", jsonl([rec(id="faq-required", dedupe_key="faq-group",
-                                                    required=True)])),
+    (
+        "dedupe group refused",
+        jsonl([rec(id="faq-third", dedupe_key="faq-group", trust="user-input")]),
+    ),
+    (
+        "required chunk in a shared group",
+        jsonl([rec(id="faq-required", dedupe_key="faq-group", required=True)]),
+    ),
     ("NaN beside the body", json.dumps(rec(id="nan"))[:-1].encode() + b', "x": NaN}\n'),
 ]
 
 
 @pytest.mark.parametrize("name,data", BAD_INGESTS, ids=[n for n, _ in BAD_INGESTS])
-def test_ingest_errors_never_print_bodies(ledger: Path, tmp_path: Path, name: str,
-                                          data: bytes) -> None:
+def test_ingest_errors_never_print_bodies(
+    ledger: Path, tmp_path: Path, name: str, data: bytes
+) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_bytes(data)
     result = run("ingest", str(path), db=ledger)
@@ -173,9 +210,12 @@ def test_ingest_errors_never_print_bodies(ledger: Path, tmp_path: Path, name: st
 def test_failing_build_never_prints_bodies(ledger: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy.db"
     shutil.copyfile(ledger, copy)
-    for args in (("build", "--as-of", "2026-07-21", "--budget", "1"),  # required over budget
-                 ("build", "--as-of", "2026-07-21", "--subject", "nobody"),  # required denied
-                 ("why-evicted", "no-such-chunk"), ("show", "99")):
+    for args in (
+        ("build", "--as-of", "2026-07-21", "--budget", "1"),  # required over budget
+        ("build", "--as-of", "2026-07-21", "--subject", "nobody"),  # required denied
+        ("why-evicted", "no-such-chunk"),
+        ("show", "99"),
+    ):
         result = run(*args, db=copy)
         assert result.returncode in (1, 3) and result.stderr.startswith("error: "), result
         no_marker(result)
@@ -203,12 +243,28 @@ def test_pack_and_select_errors_never_print_bodies(tmp_path: Path) -> None:
         assert result.returncode == 2 and result.stderr.startswith("context pack error: ")
         no_marker(result)
     select_cases = [
-        {"budget": 1, "items": [{"id": "a", "cost": True, "priority": 0, "required": False,
-                                 "content": MARKER}]},
-        {"budget": 1, "items": [{"id": "a", "cost": 5, "priority": 0, "required": True,
-                                 "content": MARKER}]},
-        {"budget": 1, "items": [{"id": "a", "cost": 1, "priority": 0, "required": False,
-                                 "content": MARKER + "\ud800"}]},
+        {
+            "budget": 1,
+            "items": [
+                {"id": "a", "cost": True, "priority": 0, "required": False, "content": MARKER}
+            ],
+        },
+        {
+            "budget": 1,
+            "items": [{"id": "a", "cost": 5, "priority": 0, "required": True, "content": MARKER}],
+        },
+        {
+            "budget": 1,
+            "items": [
+                {
+                    "id": "a",
+                    "cost": 1,
+                    "priority": 0,
+                    "required": False,
+                    "content": MARKER + "\ud800",
+                }
+            ],
+        },
     ]
     for doc_in in select_cases:
         result = run("select", input=json.dumps(doc_in).encode())
@@ -247,12 +303,30 @@ def test_database_and_its_wal_are_owner_only_under_umask_000(tmp_path: Path) -> 
 
 def test_exports_are_owner_only(ledger: Path, tmp_path: Path) -> None:
     target = tmp_path / "pack.md"
-    run("export", "1", "--format", "markdown", "--with-content", "-o", str(target), db=ledger,
-        check=True, preexec_fn=permissive)
+    run(
+        "export",
+        "1",
+        "--format",
+        "markdown",
+        "--with-content",
+        "-o",
+        str(target),
+        db=ledger,
+        check=True,
+        preexec_fn=permissive,
+    )
     assert mode(target) == 0o600
     os.chmod(target, 0o644)  # replacing a readable file makes it owner-only
-    run("export", "1", "--with-content", "-o", str(target), db=ledger, check=True,
-        preexec_fn=permissive)
+    run(
+        "export",
+        "1",
+        "--with-content",
+        "-o",
+        str(target),
+        db=ledger,
+        check=True,
+        preexec_fn=permissive,
+    )
     assert mode(target) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pack.md"]  # no temporary left
 
@@ -260,16 +334,33 @@ def test_exports_are_owner_only(ledger: Path, tmp_path: Path) -> None:
 def test_transcript_outputs_are_owner_only(tmp_path: Path) -> None:
     source = tmp_path / "chat.jsonl"
     source.write_text(
-        json.dumps({"role": "user", "content": MARKER}) + "\n"
-        + json.dumps({"role": "assistant", "content": "ok"}) + "\n",
+        json.dumps({"role": "user", "content": MARKER})
+        + "\n"
+        + json.dumps({"role": "assistant", "content": "ok"})
+        + "\n",
         encoding="utf-8",
     )
     sidecar = tmp_path / "side" / "p.json"
-    annotated = run("transcript", "annotate", str(source), str(sidecar), "e001=pinned",
-                    check=True, preexec_fn=permissive)
+    annotated = run(
+        "transcript",
+        "annotate",
+        str(source),
+        str(sidecar),
+        "e001=pinned",
+        check=True,
+        preexec_fn=permissive,
+    )
     no_marker(annotated)
-    exported = run("transcript", "export", str(source), str(sidecar), "100000",
-                   str(tmp_path / "out"), check=True, preexec_fn=permissive)
+    exported = run(
+        "transcript",
+        "export",
+        str(source),
+        str(sidecar),
+        "100000",
+        str(tmp_path / "out"),
+        check=True,
+        preexec_fn=permissive,
+    )
     no_marker(exported)
     assert mode(sidecar) == 0o600
     for name in ("continuation.md", "omissions.json"):
@@ -296,14 +387,35 @@ def test_json_pack_is_never_more_readable_than_its_fixture(tmp_path: Path) -> No
         os.umask(0o022)
 
     os.chmod(fixture, 0o600)
-    run("pack", "--fixture", str(fixture), "--json-pack", str(tmp_path / "a.json"), check=True,
-        preexec_fn=umask_022)
+    run(
+        "pack",
+        "--fixture",
+        str(fixture),
+        "--json-pack",
+        str(tmp_path / "a.json"),
+        check=True,
+        preexec_fn=umask_022,
+    )
     assert mode(tmp_path / "a.json") == 0o600
     os.chmod(fixture, 0o640)
-    run("pack", "--fixture", str(fixture), "--json-pack", str(tmp_path / "b.json"), check=True,
-        preexec_fn=umask_022)
+    run(
+        "pack",
+        "--fixture",
+        str(fixture),
+        "--json-pack",
+        str(tmp_path / "b.json"),
+        check=True,
+        preexec_fn=umask_022,
+    )
     assert mode(tmp_path / "b.json") == 0o640
     os.chmod(fixture, 0o644)
-    run("pack", "--fixture", str(fixture), "--json-pack", str(tmp_path / "c.json"), check=True,
-        preexec_fn=umask_022)
+    run(
+        "pack",
+        "--fixture",
+        str(fixture),
+        "--json-pack",
+        str(tmp_path / "c.json"),
+        check=True,
+        preexec_fn=umask_022,
+    )
     assert mode(tmp_path / "c.json") == 0o644  # as the reference writes it

@@ -74,9 +74,7 @@ def run_and_kill(
 ) -> Outcome:
     """Start `cmd`; SIGKILL it `after` seconds in, or once `wal` holds `wal_bytes`."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_env()
-    )
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_env())
     try:
         while True:
             if proc.poll() is not None:
@@ -146,8 +144,8 @@ def integrity_check(path: Path) -> None:
 
 def ingest_small(url: str, path: Path, expected_seq: int) -> None:
     """After a crash the ledger takes the next write: its entry follows without a gap."""
-    from ledger.store.engine import open_engine
     from ledger.api import ingest_files as ingest
+    from ledger.store.engine import open_engine
 
     engine = open_engine(url)
     try:
@@ -206,8 +204,10 @@ def test_sigkill_during_ingest_leaves_all_or_nothing(seeded: Path, tmp_path: Pat
 
     killed = sum(1 for k, _ in results if k)
     committed = sum(1 for _, c in results if c)
-    print(f"ingest: {len(results)} trials, {killed} killed, {committed} committed, "
-          f"run {duration:.2f}s")
+    print(
+        f"ingest: {len(results)} trials, {killed} killed, {committed} committed, "
+        f"run {duration:.2f}s"
+    )
     assert killed >= INGEST_TRIALS // 2, results
 
 
@@ -220,8 +220,20 @@ def candidates_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run("init", db=url, check=True)
     run("ingest", str(write_generated(folder / "c.jsonl", CANDIDATES, "cand-")), db=url, check=True)
     run("subject", "grant", "default", "public-read", "state-read", db=url, check=True)
-    run("policy", "set", "--allow-trust", "approved-source", "--allow-trust", "user-input",
-        "--allow-trust", "confirmed-state", "--budget", "5000", db=url, check=True)
+    run(
+        "policy",
+        "set",
+        "--allow-trust",
+        "approved-source",
+        "--allow-trust",
+        "user-input",
+        "--allow-trust",
+        "confirmed-state",
+        "--budget",
+        "5000",
+        db=url,
+        check=True,
+    )
     return path
 
 
@@ -268,8 +280,9 @@ def test_sigkill_during_build_leaves_whole_packs_or_none(
 ) -> None:
     url = sqlite_url(candidates_db)
     batch = write_lines(tmp_path / "batch.jsonl", BATCH)
-    killed = build_trials(url, batch, BUILD_TRIALS, random.Random(SEED + 1),
-                          Path(str(candidates_db) + "-wal"))
+    killed = build_trials(
+        url, batch, BUILD_TRIALS, random.Random(SEED + 1), Path(str(candidates_db) + "-wal")
+    )
     integrity_check(candidates_db)
     cli_verify_ok(url)
     print(f"build: {len(killed)} trials, {sum(killed)} killed")
@@ -282,8 +295,16 @@ def test_sigkill_on_both_backends(db_url: str, tmp_path: Path) -> None:
     candidates = write_generated(tmp_path / "c.jsonl", BACKEND_CANDIDATES, "cand-")
     run("ingest", str(candidates), db=db_url, check=True)
     run("subject", "grant", "default", "public-read", "state-read", db=db_url, check=True)
-    run("policy", "set", "--allow-trust", "approved-source", "--budget", "5000", db=db_url,
-        check=True)
+    run(
+        "policy",
+        "set",
+        "--allow-trust",
+        "approved-source",
+        "--budget",
+        "5000",
+        db=db_url,
+        check=True,
+    )
     files = [
         write_generated(tmp_path / f"k{t}.jsonl", BACKEND_LINES, f"k{t}-", "Backend body " * 8)
         for t in range(BACKEND_TRIALS + 1)

@@ -184,8 +184,12 @@ def candidates_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = folder / "ledger.db"
     url = sqlite_url(path)
     run("init", db=url, check=True)
-    run("ingest", str(write_generated(folder / "c.jsonl", 3_000, "cand-", MARKER)), db=url,
-        check=True)
+    run(
+        "ingest",
+        str(write_generated(folder / "c.jsonl", 3_000, "cand-", MARKER)),
+        db=url,
+        check=True,
+    )
     run("subject", "grant", "default", *SEED_GRANTS, db=url, check=True)
     args = [a for t in SEED_TRUST for a in ("--allow-trust", t)]
     run("policy", "set", *args, "--budget", "4000", db=url, check=True)
@@ -210,8 +214,11 @@ def batch_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_build_on_a_full_disk(
     disk: SmallDisk, candidates_db: Path, batch_file: Path, kind: str, tmp_path: Path
 ) -> None:
-    args = ("build", "--as-of", "2026-07-21") if kind == "single" else ("build", "--batch",
-                                                                          str(batch_file))
+    args = (
+        ("build", "--as-of", "2026-07-21")
+        if kind == "single"
+        else ("build", "--batch", str(batch_file))
+    )
     copy = tmp_path / "calibrate.db"
     shutil.copyfile(candidates_db, copy)
     peak = wal_peak(ledger_cmd(*args, db=copy), Path(str(copy) + "-wal"))
@@ -245,8 +252,7 @@ def export_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run("init", db=path, check=True)
     run("ingest", str(folder / "c.jsonl"), db=path, check=True)
     run("subject", "grant", "default", "public-read", db=path, check=True)
-    run("policy", "set", "--allow-trust", "approved-source", "--budget", "100", db=path,
-        check=True)
+    run("policy", "set", "--allow-trust", "approved-source", "--budget", "100", db=path, check=True)
     run("build", "--as-of", "2026-07-21", db=path, check=True)
     return path
 
@@ -254,14 +260,32 @@ def export_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_export_on_a_full_disk(disk: SmallDisk, export_db: Path) -> None:
     target = disk.folder / "pack.md"
     preexec = disk.fill_at(100 << 10)
-    result = run("export", "1", "--format", "markdown", "--with-content", "-o", str(target),
-                 db=export_db, preexec_fn=preexec)
+    result = run(
+        "export",
+        "1",
+        "--format",
+        "markdown",
+        "--with-content",
+        "-o",
+        str(target),
+        db=export_db,
+        preexec_fn=preexec,
+    )
     message = one_error_line(result)
     assert message.startswith(f"{target}: cannot write"), message
     assert list(disk.folder.iterdir()) == []  # neither the file nor its temporary
     disk.lift()
-    run("export", "1", "--format", "markdown", "--with-content", "-o", str(target), db=export_db,
-        check=True)
+    run(
+        "export",
+        "1",
+        "--format",
+        "markdown",
+        "--with-content",
+        "-o",
+        str(target),
+        db=export_db,
+        check=True,
+    )
     assert MARKER in target.read_text(encoding="utf-8")
 
 
@@ -277,8 +301,9 @@ def test_transcript_export_on_a_full_disk(disk: SmallDisk, tmp_path: Path) -> No
     run("transcript", "annotate", str(source), str(sidecar), check=True)
     out = disk.folder / "out"
     preexec = disk.fill_at(100 << 10)
-    result = run("transcript", "export", str(source), str(sidecar), "1000000", str(out),
-                 preexec_fn=preexec)
+    result = run(
+        "transcript", "export", str(source), str(sidecar), "1000000", str(out), preexec_fn=preexec
+    )
     one_error_line(result)
     assert not (out / "continuation.md").exists() and not (out / "omissions.json").exists()
     assert [p for p in out.rglob("*") if p.is_file()] == []  # the staged files are gone

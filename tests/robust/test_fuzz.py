@@ -41,8 +41,11 @@ EXAMPLES = int(os.environ.get("LEDGER_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
 )
 SEED_BYTES = FIXTURE.read_bytes()
 SEED = json.loads(SEED_BYTES)
@@ -50,11 +53,48 @@ SEED = json.loads(SEED_BYTES)
 # -- strategies --------------------------------------------------------------------------
 
 TOKENS = [
-    b"{", b"}", b"[", b"]", b",", b":", b" ", b"\n", b"\r\n", b"\t", b'"', b'"a"', b'"id"',
-    b'"content"', b"0", b"1", b"-1", b"1.5", b"1e2", b"1e999", b"-0", b"9" * 30, b"NaN",
-    b"Infinity", b"-Infinity", b"true", b"false", b"null", b'"\\ud800"', b'"\\udc00x"',
-    b'"\\u0000"', b'"\\n"', b'"\\"', b"\xff", b"\xc3", b"\xef\xbb\xbf", b"\x00", b"\xe2\x80\xa8",
-    b'"2026-02-30"', b'"2026-07-01"', b'"evidence"', b'"approved-source"',
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b" ",
+    b"\n",
+    b"\r\n",
+    b"\t",
+    b'"',
+    b'"a"',
+    b'"id"',
+    b'"content"',
+    b"0",
+    b"1",
+    b"-1",
+    b"1.5",
+    b"1e2",
+    b"1e999",
+    b"-0",
+    b"9" * 30,
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"true",
+    b"false",
+    b"null",
+    b'"\\ud800"',
+    b'"\\udc00x"',
+    b'"\\u0000"',
+    b'"\\n"',
+    b'"\\"',
+    b"\xff",
+    b"\xc3",
+    b"\xef\xbb\xbf",
+    b"\x00",
+    b"\xe2\x80\xa8",
+    b'"2026-02-30"',
+    b'"2026-07-01"',
+    b'"evidence"',
+    b'"approved-source"',
 ]
 token_soup = st.lists(st.sampled_from(TOKENS), max_size=40).map(b"".join)
 
@@ -64,10 +104,23 @@ json_values = st.recursive(
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=12)
-    | st.sampled_from(["", " ", "2026-07-01", "2026-02-30", "evidence", "approved-source",
-                       "doc://x", "a\u0000b", "\ud800", "x" * 70]),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    | st.sampled_from(
+        [
+            "",
+            " ",
+            "2026-07-01",
+            "2026-02-30",
+            "evidence",
+            "approved-source",
+            "doc://x",
+            "a\u0000b",
+            "\ud800",
+            "x" * 70,
+        ]
+    ),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -161,8 +214,9 @@ def test_loads_strict_on_near_json(data: bytes) -> None:
 @given(mutated_record() | json_values)
 def test_validate_chunk(obj: Any) -> None:
     for fixture_mode in (False, True):
-        kwargs = {"max_content": 10_000, "strip_content": True} if fixture_mode else {
-            "allow_nul": False}
+        kwargs = (
+            {"max_content": 10_000, "strip_content": True} if fixture_mode else {"allow_nul": False}
+        )
         try:
             record = validate_chunk(obj, **kwargs)
         except LedgerError:
@@ -302,8 +356,12 @@ def fuzz_ledger() -> Iterator[tuple[Any, Path]]:
 def row_counts(path: Path) -> dict[str, int]:
     con = sqlite3.connect(path)
     try:
-        tables = [r[0] for r in con.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        tables = [
+            r[0]
+            for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
         return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
     finally:
         con.close()
@@ -316,8 +374,13 @@ def jsonl_files(draw: Any) -> bytes:
     n = draw(st.integers(min_value=0, max_value=10**12) | st.integers(min_value=0, max_value=9))
     lines = []
     for i in range(draw(st.integers(min_value=1, max_value=5))):
-        rec = draw(mutated_record()) if draw(st.integers(0, 3)) == 0 else chunk(
-            content=draw(st.sampled_from(["Alpha content.", "Other content.", " padded "])))
+        rec = (
+            draw(mutated_record())
+            if draw(st.integers(0, 3)) == 0
+            else chunk(
+                content=draw(st.sampled_from(["Alpha content.", "Other content.", " padded "]))
+            )
+        )
         if isinstance(rec.get("id"), str) and rec["id"] in ("alpha", "beta", "x1", "gamma-2"):
             rec["id"] = f"f{n}-{i}"
             if rec.get("dedupe_key") == "alpha":

@@ -127,30 +127,44 @@ def broken_deep_in(folder: Path) -> Path:
 # -- ingest ------------------------------------------------------------------------------
 
 INGEST: list[Case] = [
-    Case("duplicate key", line(text()[:-1] + b', "priority": 7}'),
-         "duplicate JSON key: 'priority'"),
+    Case(
+        "duplicate key", line(text()[:-1] + b', "priority": 7}'), "duplicate JSON key: 'priority'"
+    ),
     Case("NaN", line(literal("priority", b"NaN")), "non-finite JSON number: NaN"),
     Case("Infinity", line(literal("estimated_tokens", b"Infinity")), "non-finite JSON number"),
     Case("1e999", line(literal("estimated_tokens", b"1e999")), "non-finite JSON number"),
     Case("boolean as integer", line(text(priority=True)), "field 'priority': must be an integer"),
     Case("float as integer", line(literal("estimated_tokens", b"10.0")), "must be an integer"),
     Case("integer beyond 64 bits", line(text(priority=2**70)), "must be between 0 and 100"),
-    Case("integer of 5000 digits", line(literal("estimated_tokens", b"9" * 5000)),
-         "more than 4300 digits"),
+    Case(
+        "integer of 5000 digits",
+        line(literal("estimated_tokens", b"9" * 5000)),
+        "more than 4300 digits",
+    ),
     Case("impossible date", line(text(effective_from="2026-02-30")), "must use YYYY-MM-DD"),
     Case("invalid UTF-8", line(literal("content", b'"caf\xe9"')), "invalid UTF-8"),
     Case("lone surrogate", line(literal("content", b'"a\\ud800b"')), "lone surrogate"),
     Case("byte-order mark", line(b"\xef\xbb\xbf" + text()), "byte-order mark"),
     Case("empty file", write("empty.jsonl", b""), "empty file"),
-    Case("blank line", write("blank.jsonl", text() + b"\n\n" + text(id="beta", dedupe_key="beta")
-                             + b"\n"), "blank line"),
-    Case("broken line 150,000 of a large file", broken_deep_in,
-         f"large.jsonl:{BROKEN_AT}: invalid JSON"),
+    Case(
+        "blank line",
+        write("blank.jsonl", text() + b"\n\n" + text(id="beta", dedupe_key="beta") + b"\n"),
+        "blank line",
+    ),
+    Case(
+        "broken line 150,000 of a large file",
+        broken_deep_in,
+        f"large.jsonl:{BROKEN_AT}: invalid JSON",
+    ),
     Case("nested 100,000 deep", line(literal("content", nested(DEEP))), "nesting deeper than"),
-    Case("nested 100,000 deep, JSON array", write("deep.json", nested(DEEP)),
-         "nesting deeper than"),
-    Case("2 MB content", line(text(content="x" * 2_000_000)),
-         "field 'content': exceeds 1000000 characters"),
+    Case(
+        "nested 100,000 deep, JSON array", write("deep.json", nested(DEEP)), "nesting deeper than"
+    ),
+    Case(
+        "2 MB content",
+        line(text(content="x" * 2_000_000)),
+        "field 'content': exceeds 1000000 characters",
+    ),
     # Longer than any valid record can be as one line: refused by the reader
     # before the line is parsed (issue 14).
     Case("20 MB line", line(text(content="x" * BIG_CONTENT)), "line longer than"),
@@ -160,19 +174,25 @@ INGEST: list[Case] = [
     Case("NUL in source_version", line(text(source_version="1\u0000")), "NUL character"),
     Case("a line that is not an object", line(b"[1, 2]"), "must be a JSON object"),
     Case("unknown field", line(text()[:-1] + b', "body": "x"}'), "unknown=['body']"),
-    Case("JSON object that is not a fixture", write("obj.json", b'{"records": []}'),
-         "needs `chunks`"),
+    Case(
+        "JSON object that is not a fixture", write("obj.json", b'{"records": []}'), "needs `chunks`"
+    ),
     Case("symbolic link", symlink_to(str(FIXTURE)), "symbolic link"),
     Case("dangling symbolic link", symlink_to("/nonexistent/x.jsonl"), "symbolic link"),
     Case("directory", directory, "is a directory"),
     Case("/dev/null", device("/dev/null"), "not a regular file", ("--format", "jsonl")),
     Case("/dev/zero", device("/dev/zero"), "not a regular file", ("--format", "jsonl")),
     Case("named pipe", fifo("pipe.jsonl"), "not a regular file"),
-    Case("stored version, other content", line(text(content="Alpha content, changed.")),
-         "already stored with record digest"),
-    Case("dedupe group across a boundary", line(text(id="gamma", dedupe_key="alpha",
-                                                     trust="user-input")),
-         "crosses trust boundaries"),
+    Case(
+        "stored version, other content",
+        line(text(content="Alpha content, changed.")),
+        "already stored with record digest",
+    ),
+    Case(
+        "dedupe group across a boundary",
+        line(text(id="gamma", dedupe_key="alpha", trust="user-input")),
+        "crosses trust boundaries",
+    ),
 ]
 
 
@@ -181,8 +201,9 @@ def chat_with_sidecar(sidecar: Callable[[Path], Path]) -> Callable[[Path], list[
 
     def make(folder: Path) -> list[str]:
         chat = folder / "chat.jsonl"
-        chat.write_bytes(b'{"role": "user", "content": "hi"}\n'
-                         b'{"role": "assistant", "content": "hello"}\n')
+        chat.write_bytes(
+            b'{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "hello"}\n'
+        )
         return ["--format", "transcript", str(chat), "--priorities", str(sidecar(folder))]
 
     return make
@@ -190,10 +211,16 @@ def chat_with_sidecar(sidecar: Callable[[Path], Path]) -> Callable[[Path], list[
 
 INGEST += [
     Case("transcript sidecar: named pipe", chat_with_sidecar(fifo("p.json")), "not a regular file"),
-    Case("transcript sidecar: /dev/zero", chat_with_sidecar(device("/dev/zero")),
-         "not a regular file"),
-    Case("transcript sidecar: nested 100,000 deep",
-         chat_with_sidecar(write("p.json", nested(DEEP))), "nesting too deep"),
+    Case(
+        "transcript sidecar: /dev/zero",
+        chat_with_sidecar(device("/dev/zero")),
+        "not a regular file",
+    ),
+    Case(
+        "transcript sidecar: nested 100,000 deep",
+        chat_with_sidecar(write("p.json", nested(DEEP))),
+        "nesting too deep",
+    ),
 ]
 
 
@@ -247,28 +274,53 @@ def fixture_literal(field_name: str, raw: bytes) -> bytes:
 PACK: list[Case] = [
     Case("duplicate key", write("f.json", b'{"chunks": [], "chunks": []}'), "duplicate JSON key"),
     Case("NaN", write("f.json", fixture_literal("priority", b"NaN")), "non-finite JSON number"),
-    Case("boolean as integer", write("f.json", fixture_with(estimated_tokens=True)),
-         "chunks[0].estimated_tokens must be an integer"),
-    Case("float as integer", write("f.json", fixture_literal("priority", b"1e2")),
-         "must be an integer"),
-    Case("integer beyond 64 bits", write("f.json", fixture_with(estimated_tokens=2**64 + 1)),
-         "must be between 1 and 10000000"),
-    Case("integer of 5000 digits", write("f.json", fixture_literal("priority", b"7" * 5000)),
-         "more than 4300 digits"),
-    Case("impossible date", write("f.json", fixture_with(expires_on="2026-13-01")),
-         "must use YYYY-MM-DD"),
-    Case("invalid UTF-8", write("f.json", fixture_literal("content", b'"\xc3\x28"')),
-         "invalid UTF-8"),
-    Case("byte-order mark", write("f.json", b"\xef\xbb\xbf" + FIXTURE.read_bytes()),
-         "byte-order mark"),
+    Case(
+        "boolean as integer",
+        write("f.json", fixture_with(estimated_tokens=True)),
+        "chunks[0].estimated_tokens must be an integer",
+    ),
+    Case(
+        "float as integer",
+        write("f.json", fixture_literal("priority", b"1e2")),
+        "must be an integer",
+    ),
+    Case(
+        "integer beyond 64 bits",
+        write("f.json", fixture_with(estimated_tokens=2**64 + 1)),
+        "must be between 1 and 10000000",
+    ),
+    Case(
+        "integer of 5000 digits",
+        write("f.json", fixture_literal("priority", b"7" * 5000)),
+        "more than 4300 digits",
+    ),
+    Case(
+        "impossible date",
+        write("f.json", fixture_with(expires_on="2026-13-01")),
+        "must use YYYY-MM-DD",
+    ),
+    Case(
+        "invalid UTF-8", write("f.json", fixture_literal("content", b'"\xc3\x28"')), "invalid UTF-8"
+    ),
+    Case(
+        "byte-order mark",
+        write("f.json", b"\xef\xbb\xbf" + FIXTURE.read_bytes()),
+        "byte-order mark",
+    ),
     Case("empty file", write("f.json", b""), "empty JSON text"),
     Case("nested 100,000 deep", write("f.json", nested(DEEP)), "nesting deeper than"),
-    Case("20 MB content", write("f.json", fixture_with(content="x" * BIG_CONTENT)),
-         "chunks[0].content exceeds 10000 characters"),
+    Case(
+        "20 MB content",
+        write("f.json", fixture_with(content="x" * BIG_CONTENT)),
+        "chunks[0].content exceeds 10000 characters",
+    ),
     Case("NUL in id", write("f.json", fixture_with(id="po\u0000licy")), "chunks[0].id must match"),
     Case("control character in id", write("f.json", fixture_with(id="po\tlicy")), "must match"),
-    Case("duplicate chunk ids", write("f.json", fixture_with(id=SEED["chunks"][1]["id"])),
-         "chunk ids must be unique"),
+    Case(
+        "duplicate chunk ids",
+        write("f.json", fixture_with(id=SEED["chunks"][1]["id"])),
+        "chunk ids must be unique",
+    ),
     Case("directory", directory, "is a directory"),
     Case("/dev/null", device("/dev/null"), "not a regular file"),
     Case("/dev/zero", device("/dev/zero"), "not a regular file"),
@@ -301,18 +353,27 @@ def select_input(*items: dict[str, Any], budget: Any = 10) -> bytes:
 
 
 SELECT: list[Case] = [
-    Case("duplicate key", lambda _f: b'{"budget": 1, "budget": 2, "items": []}',
-         "duplicate JSON key"),
-    Case("NaN", lambda _f: select_input(item()).replace(b'"cost": 1', b'"cost": NaN'),
-         "non-finite JSON number"),
+    Case(
+        "duplicate key", lambda _f: b'{"budget": 1, "budget": 2, "items": []}', "duplicate JSON key"
+    ),
+    Case(
+        "NaN",
+        lambda _f: select_input(item()).replace(b'"cost": 1', b'"cost": NaN'),
+        "non-finite JSON number",
+    ),
     Case("Infinity budget", lambda _f: b'{"budget": Infinity, "items": []}', "non-finite"),
     Case("boolean as integer", lambda _f: select_input(item(cost=True)), "must be an integer"),
     Case("float as integer", lambda _f: select_input(item(priority=1.0)), "must be an integer"),
-    Case("integer of 5000 digits", lambda _f: b'{"budget": ' + b"1" * 5000 + b', "items": []}',
-         "more than 4300 digits"),
-    Case("invalid UTF-8",
-         lambda _f: select_input(item(content="\u00e9")).replace(b"\\u00e9", b"\xe9"),
-         "invalid UTF-8"),
+    Case(
+        "integer of 5000 digits",
+        lambda _f: b'{"budget": ' + b"1" * 5000 + b', "items": []}',
+        "more than 4300 digits",
+    ),
+    Case(
+        "invalid UTF-8",
+        lambda _f: select_input(item(content="\u00e9")).replace(b"\\u00e9", b"\xe9"),
+        "invalid UTF-8",
+    ),
     Case("byte-order mark", lambda _f: b"\xef\xbb\xbf" + select_input(item()), "byte-order mark"),
     Case("empty input", lambda _f: b"", "empty JSON text"),
     Case("nested 100,000 deep", lambda _f: nested(DEEP), "nesting deeper than"),
@@ -350,8 +411,10 @@ def assert_select_error(result: Run, expect: str) -> None:
 
 def exchange(prompt: str = "hello", answer: str = "hi") -> bytes:
     return (
-        json.dumps({"role": "user", "content": prompt}).encode() + b"\n"
-        + json.dumps({"role": "assistant", "content": answer}).encode() + b"\n"
+        json.dumps({"role": "user", "content": prompt}).encode()
+        + b"\n"
+        + json.dumps({"role": "assistant", "content": answer}).encode()
+        + b"\n"
     )
 
 
@@ -366,24 +429,47 @@ def transcript_broken_deep_in(folder: Path) -> Path:
 
 
 TRANSCRIPT: list[Case] = [
-    Case("duplicate key", write("t.jsonl", b'{"role": "user", "role": "user", "content": "x"}\n'),
-         "line 1: duplicate JSON key"),
-    Case("NaN", write("t.jsonl", b'{"role": "user", "content": "x", "n": NaN}\n'),
-         "non-finite JSON number"),
-    Case("integer of 5000 digits", write("t.jsonl", b'{"role": "user", "content": "x", "n": '
-                                         + b"5" * 5000 + b"}\n"), "more than 4300 digits"),
-    Case("invalid UTF-8", write("t.jsonl", exchange() + b'{"role": "user", "content": "\xff"}\n'),
-         "line 3: invalid UTF-8"),
+    Case(
+        "duplicate key",
+        write("t.jsonl", b'{"role": "user", "role": "user", "content": "x"}\n'),
+        "line 1: duplicate JSON key",
+    ),
+    Case(
+        "NaN",
+        write("t.jsonl", b'{"role": "user", "content": "x", "n": NaN}\n'),
+        "non-finite JSON number",
+    ),
+    Case(
+        "integer of 5000 digits",
+        write("t.jsonl", b'{"role": "user", "content": "x", "n": ' + b"5" * 5000 + b"}\n"),
+        "more than 4300 digits",
+    ),
+    Case(
+        "invalid UTF-8",
+        write("t.jsonl", exchange() + b'{"role": "user", "content": "\xff"}\n'),
+        "line 3: invalid UTF-8",
+    ),
     Case("byte-order mark", write("t.jsonl", b"\xef\xbb\xbf" + exchange()), "byte-order mark"),
     Case("empty file", write("t.jsonl", b""), "empty file"),
-    Case("nested 100,000 deep", write("t.jsonl", b'{"role": "user", "content": '
-                                      + nested(DEEP) + b"}\n"), "nesting too deep"),
-    Case("NUL and control characters in a tool call id",
-         write("t.jsonl", b'{"role": "user", "content": "x"}\n'
-               b'{"role": "assistant", "tool_calls": [{"id": "a\\u0000\\u001b"}]}\n'),
-         "has no result"),
-    Case("broken line 149,999 of a large file", transcript_broken_deep_in,
-         f"long.jsonl line {BROKEN_AT - 1}: invalid JSON"),
+    Case(
+        "nested 100,000 deep",
+        write("t.jsonl", b'{"role": "user", "content": ' + nested(DEEP) + b"}\n"),
+        "nesting too deep",
+    ),
+    Case(
+        "NUL and control characters in a tool call id",
+        write(
+            "t.jsonl",
+            b'{"role": "user", "content": "x"}\n'
+            b'{"role": "assistant", "tool_calls": [{"id": "a\\u0000\\u001b"}]}\n',
+        ),
+        "has no result",
+    ),
+    Case(
+        "broken line 149,999 of a large file",
+        transcript_broken_deep_in,
+        f"long.jsonl line {BROKEN_AT - 1}: invalid JSON",
+    ),
     Case("directory", directory, "is a directory"),
     Case("/dev/null", device("/dev/null"), "not a regular file"),
     Case("/dev/zero", device("/dev/zero"), "not a regular file"),
@@ -415,8 +501,15 @@ def test_transcript_export_refuses_a_hostile_sidecar(tmp_path: Path) -> None:
         sidecar = tmp_path / "p.json"
         sidecar.write_bytes(raw)
         message = one_error_line(
-            run("transcript", "export", str(source), str(sidecar), "10000", str(out),
-                timeout=TIMEOUT)
+            run(
+                "transcript",
+                "export",
+                str(source),
+                str(sidecar),
+                "10000",
+                str(out),
+                timeout=TIMEOUT,
+            )
         )
         assert expect in message, message
         assert not out.exists()
@@ -430,16 +523,32 @@ def test_battery_size() -> None:
 BOTH_BACKENDS: list[Case] = [
     # PostgreSQL text cannot hold U+0000: it used to fail there with a traceback
     # that printed the statement's parameters, chunk bodies included.
-    Case("NUL in content", line(text(id="nul-body", dedupe_key="nul-body", content="a\u0000b")),
-         "field 'content': must not contain a NUL character"),
-    Case("NUL in source_uri", line(text(id="nul-uri", dedupe_key="nul-uri",
-                                        source_uri="doc://a\u0000b")), "NUL character"),
-    Case("stored version, other content", line(text(content="Alpha content, changed.")),
-         "already stored with record digest"),
+    Case(
+        "NUL in content",
+        line(text(id="nul-body", dedupe_key="nul-body", content="a\u0000b")),
+        "field 'content': must not contain a NUL character",
+    ),
+    Case(
+        "NUL in source_uri",
+        line(text(id="nul-uri", dedupe_key="nul-uri", source_uri="doc://a\u0000b")),
+        "NUL character",
+    ),
+    Case(
+        "stored version, other content",
+        line(text(content="Alpha content, changed.")),
+        "already stored with record digest",
+    ),
     Case("duplicate key", line(text()[:-1] + b', "id": "x"}'), "duplicate JSON key: 'id'"),
-    Case("bad record after many good ones", write("many.jsonl", b"".join(
-        text(id=f"many-{i}", dedupe_key=f"many-{i}") + b"\n" for i in range(5000))
-        + text(id="many-bad", priority=101) + b"\n"), "many.jsonl:5001: field 'priority'"),
+    Case(
+        "bad record after many good ones",
+        write(
+            "many.jsonl",
+            b"".join(text(id=f"many-{i}", dedupe_key=f"many-{i}") + b"\n" for i in range(5000))
+            + text(id="many-bad", priority=101)
+            + b"\n",
+        ),
+        "many.jsonl:5001: field 'priority'",
+    ),
 ]
 
 

@@ -191,10 +191,14 @@ UNHASHED = {
     ("packs", "span_id"): "to confirm: trace metadata of the build",
     ("ledger_meta", "key"): "to confirm: the ledger id of checkpoints (proofs branch)",
     ("ledger_meta", "value"): "to confirm: the ledger id of checkpoints (proofs branch)",
-    **{("document_files", c): "to confirm: empty in this ledger (document ingest)"
-       for c in ("source", "path", "file_digest", "meta_digest", "chunk_ids")},
-    **{("retractions", c): "to confirm: empty in this ledger (no retraction)"
-       for c in ("entry_seq", "chunk_id", "from_date", "reason")},
+    **{
+        ("document_files", c): "to confirm: empty in this ledger (document ingest)"
+        for c in ("source", "path", "file_digest", "meta_digest", "chunk_ids")
+    },
+    **{
+        ("retractions", c): "to confirm: empty in this ledger (no retraction)"
+        for c in ("entry_seq", "chunk_id", "from_date", "reason")
+    },
     ("token_counts", "tokens"): "a cache of counts; a pack's decisions (covered) hold the "
     "counts it used, and replay recounts",
     ("token_counts", "counter"): "the cache key; see tokens",
@@ -213,11 +217,18 @@ FORMAT_CHECKED = {("alembic_version", "version_num"), ("batches", "sources")}
 def _columns(db: Path) -> list[tuple[str, str]]:
     """Every column of every table, except the full-text index (a virtual table
     and its shadow tables: derived from the versions, rebuilt, never hashed)."""
-    virtual = [n for (n,) in sqlite_rows(db, "SELECT name FROM sqlite_master WHERE type = "
-                                            "'table' AND sql LIKE 'CREATE VIRTUAL%'")]
+    virtual = [
+        n
+        for (n,) in sqlite_rows(
+            db, "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL%'"
+        )
+    ]
     out = []
-    for (table,) in sqlite_rows(db, "SELECT name FROM sqlite_master WHERE type = 'table' "
-                                    "AND name NOT LIKE 'sqlite_%' ORDER BY name"):
+    for (table,) in sqlite_rows(
+        db,
+        "SELECT name FROM sqlite_master WHERE type = 'table' "
+        "AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    ):
         if any(table == v or table.startswith(v + "_") for v in virtual):
             continue
         for row in sqlite_rows(db, f'PRAGMA table_info("{table}")'):
@@ -245,13 +256,17 @@ def _tamper(db: Path, table: str, column: str) -> None:
         keys = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5] > 0] or ["rowid"]
         key_sql = ", ".join(f'"{k}"' if k != "rowid" else k for k in keys)
         where = " AND ".join(f'"{k}" = ?' if k != "rowid" else "rowid = ?" for k in keys)
-        row = con.execute(
-            f'SELECT {key_sql}, "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL '
-            f"ORDER BY {key_sql} LIMIT 1"
-        ).fetchone() or con.execute(f'SELECT {key_sql}, NULL FROM "{table}" LIMIT 1').fetchone()
+        row = (
+            con.execute(
+                f'SELECT {key_sql}, "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL '
+                f"ORDER BY {key_sql} LIMIT 1"
+            ).fetchone()
+            or con.execute(f'SELECT {key_sql}, NULL FROM "{table}" LIMIT 1').fetchone()
+        )
         assert row is not None, f"{table} has no rows to tamper with"
-        con.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE {where}',
-                    (_changed(row[-1]), *row[:-1]))
+        con.execute(
+            f'UPDATE "{table}" SET "{column}" = ? WHERE {where}', (_changed(row[-1]), *row[:-1])
+        )
         con.commit()
     finally:
         con.close()

@@ -32,15 +32,31 @@ from tests.robust.helpers import (
 )
 
 OLD = ROOT / "fixtures" / "ledger-schema-0001.db"
-TABLES = ("entries", "batches", "chunk_versions", "token_counts", "grants", "policies", "packs",
-          "decisions")
+TABLES = (
+    "entries",
+    "batches",
+    "chunk_versions",
+    "token_counts",
+    "grants",
+    "policies",
+    "packs",
+    "decisions",
+)
 BACKUP = re.compile(r"^(?P<where>.+): backed up schema 0001 to (?P<path>.+)$")
 
 
 # Columns later revisions add to the tables of 0001 (0002: scope; 0005: retrieval;
 # 0006: trace; 0007: documents).
 ADDED = (
-    "scope", "retrieval", "trace_id", "span_id", "title", "path", "loc_kind", "loc_first", "loc_last"
+    "scope",
+    "retrieval",
+    "trace_id",
+    "span_id",
+    "title",
+    "path",
+    "loc_kind",
+    "loc_first",
+    "loc_last",
 )
 
 
@@ -95,8 +111,16 @@ def test_the_fixture_is_a_small_schema_0001_ledger() -> None:
     assert revision(OLD) == "0001"
     assert "scope" not in pack_columns(OLD)
     counts = {t: len(r) for t, r in rows(OLD).items()}
-    assert counts == {"entries": 8, "batches": 2, "chunk_versions": 13, "token_counts": 0,
-                      "grants": 5, "policies": 2, "packs": 2, "decisions": 24}
+    assert counts == {
+        "entries": 8,
+        "batches": 2,
+        "chunk_versions": 13,
+        "token_counts": 0,
+        "grants": 5,
+        "policies": 2,
+        "packs": 2,
+        "decisions": 24,
+    }
     assert not Path(str(OLD) + "-wal").exists()
 
 

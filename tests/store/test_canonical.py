@@ -17,8 +17,7 @@ from ledger.core.canonical import (
     digest_trusted,
     digest_value,
 )
-from ledger.core.records import record_digest
-from ledger.core.records import validate_chunk
+from ledger.core.records import record_digest, validate_chunk
 from tests.conftest import chunk
 
 MAX_SAFE = 2**53 - 1
@@ -186,36 +185,70 @@ def test_pack_digest_is_rfc8785_of_its_manifest() -> None:
 
     import rfc8785
 
+    from ledger.core.select import Candidate, select
     from ledger.store.access import Policy
     from ledger.store.build import Inputs, context_digests, input_digest, pack_manifest
-    from ledger.core.select import Candidate, select
 
     def cand(i: str, **kw: object) -> Candidate:
-        base = dict(id=i, source_version="v1", section="evidence", effective_from="2026-01-01",
-                    expires_on=None, required_permission="read", trust="approved-source",
-                    dedupe_key=i, tokens=10, priority=50, required=False,
-                    record_digest=hashlib.sha256(i.encode()).hexdigest(),
-                    content_digest=hashlib.sha256(b"c" + i.encode()).hexdigest(), ingest_rank=1)
+        base = dict(
+            id=i,
+            source_version="v1",
+            section="evidence",
+            effective_from="2026-01-01",
+            expires_on=None,
+            required_permission="read",
+            trust="approved-source",
+            dedupe_key=i,
+            tokens=10,
+            priority=50,
+            required=False,
+            record_digest=hashlib.sha256(i.encode()).hexdigest(),
+            content_digest=hashlib.sha256(b"c" + i.encode()).hexdigest(),
+            ingest_rank=1,
+        )
         base.update(kw)
         return Candidate(**base)  # type: ignore[arg-type]
 
     cands = [
-        cand("a"), cand("b", required_permission="secret"), cand("c", trust="unverified"),
-        cand("d", effective_from="2027-01-01"), cand("e", expires_on="2026-02-01"),
-        cand("f", dedupe_key="a", priority=10), cand("g", tokens=95),
-        cand("a", source_version="v0", effective_from="2025-06-01",
-             record_digest=hashlib.sha256(b"a0").hexdigest()),
+        cand("a"),
+        cand("b", required_permission="secret"),
+        cand("c", trust="unverified"),
+        cand("d", effective_from="2027-01-01"),
+        cand("e", expires_on="2026-02-01"),
+        cand("f", dedupe_key="a", priority=10),
+        cand("g", tokens=95),
+        cand(
+            "a",
+            source_version="v0",
+            effective_from="2025-06-01",
+            record_digest=hashlib.sha256(b"a0").hexdigest(),
+        ),
     ]
-    inputs = Inputs(as_of="2026-07-01", subject="ünï", grants=("read",),
-                    policy=Policy(("approved-source",), 100), budget=100, counter="estimated_tokens", mark=3)
+    inputs = Inputs(
+        as_of="2026-07-01",
+        subject="ünï",
+        grants=("read",),
+        policy=Policy(("approved-source",), 100),
+        budget=100,
+        counter="estimated_tokens",
+        mark=3,
+    )
     ctx = select(cands, inputs.request(), inputs.order())
     assert {e.reason for e in ctx.evicted} == {
-        "permission_denied", "trust_denied", "not_yet_effective", "expired", "superseded",
-        "duplicate", "budget"}
+        "permission_denied",
+        "trust_denied",
+        "not_yet_effective",
+        "expired",
+        "superseded",
+        "duplicate",
+        "budget",
+    }
     ind, pd = context_digests(inputs, cands, ctx)
     assert ind == input_digest(inputs, (c.record_digest for c in cands))
     manifest = pack_manifest(
-        inputs, ind, [(c.record_digest, c.tokens) for c in ctx.items],
+        inputs,
+        ind,
+        [(c.record_digest, c.tokens) for c in ctx.items],
         [(e.candidate.record_digest, e.reason, e.detail, e.candidate.tokens) for e in ctx.evicted],
     )
     assert pd == hashlib.sha256(rfc8785.dumps(manifest)).hexdigest()

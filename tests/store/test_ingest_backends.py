@@ -12,10 +12,10 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, func, select
 
-from ledger.core.canonical import content_digest
-from ledger.store.chain import GENESIS
-from ledger.core.errors import InputError, RefusedError
 from ledger.api import ingest_files as ingest
+from ledger.core.canonical import content_digest
+from ledger.core.errors import InputError, RefusedError
+from ledger.store.chain import GENESIS
 from ledger.store.ingest import SLICE
 from ledger.store.schema import ChunkVersion, Entry
 from tests.conftest import FIXTURE, chunk, write_jsonl

@@ -13,8 +13,8 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, select
 
-from ledger.core.errors import EXIT_INVALID, InputError, LedgerError, RefusedError
 from ledger.api import ingest_files as ingest
+from ledger.core.errors import EXIT_INVALID, InputError, LedgerError, RefusedError
 from ledger.store.schema import ChunkVersion
 from tests.conftest import chunk, write_jsonl
 from tests.dbtools import snapshot

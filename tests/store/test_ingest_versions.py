@@ -11,10 +11,10 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, select
 
-from ledger.core.canonical import digest_value
-from ledger.store.chain import GENESIS, entry_hash
-from ledger.core.errors import RefusedError
 from ledger.api import ingest_files as ingest
+from ledger.core.canonical import digest_value
+from ledger.core.errors import RefusedError
+from ledger.store.chain import GENESIS, entry_hash
 from ledger.store.ingest import SLICE
 from ledger.store.schema import Batch, ChunkVersion, Entry
 from tests.conftest import chunk, write_jsonl

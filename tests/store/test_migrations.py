@@ -21,6 +21,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, insert, inspect, text
 from sqlalchemy.exc import IntegrityError
 
+from ledger.api import ingest_files as ingest
+from ledger.core.errors import SchemaError
 from ledger.store.engine import (
     BUSY_TIMEOUT_MS,
     SCHEMA_REVISION,
@@ -29,8 +31,6 @@ from ledger.store.engine import (
     open_engine,
     write_transaction,
 )
-from ledger.api import ingest_files as ingest
-from ledger.core.errors import SchemaError
 from ledger.store.fulltext import outside_models
 from ledger.store.migrate import alembic_config, downgrade_to, upgrade_to_head
 from ledger.store.schema import Base, Batch
@@ -75,7 +75,11 @@ def test_autogenerate_finds_no_difference_from_the_models(db_url: str) -> None:
         with engine.connect() as conn:
             context = MigrationContext.configure(
                 conn,
-                opts={"compare_type": True, "render_as_batch": True, "include_name": outside_models},
+                opts={
+                    "compare_type": True,
+                    "render_as_batch": True,
+                    "include_name": outside_models,
+                },
             )
             diff = compare_metadata(context, Base.metadata)
     finally:
@@ -258,7 +262,10 @@ def test_every_older_revision_upgrades_with_its_data(db_url: str, tmp_path: Path
                 assert current_revision(conn) == revision
             # An older revision has fewer columns (added at the end): compare those.
             down = table_rows(db_url, kept)
-            assert {t: [r[: len(rows[0])] for r in before[t]] if rows else [] for t, rows in down.items()} == down
+            assert {
+                t: [r[: len(rows[0])] for r in before[t]] if rows else []
+                for t, rows in down.items()
+            } == down
             assert all(len(down[t]) == len(before[t]) for t in kept)
             assert upgrade_to_head(engine) == (revision, SCHEMA_REVISION)
             assert table_rows(db_url, kept) == before

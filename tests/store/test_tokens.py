@@ -68,9 +68,13 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tiktoken.En
         key = hashlib.sha1(url.encode()).hexdigest()
         (cache / key).write_bytes(gzip.decompress((data_dir / f"{name}.tiktoken.gz").read_bytes()))
         # A cache miss would try the network: point every proxy at a closed port.
-        with _env(TIKTOKEN_CACHE_DIR=str(cache), HTTPS_PROXY="http://127.0.0.1:9",
-                  HTTP_PROXY="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9",
-                  http_proxy="http://127.0.0.1:9"):
+        with _env(
+            TIKTOKEN_CACHE_DIR=str(cache),
+            HTTPS_PROXY="http://127.0.0.1:9",
+            HTTP_PROXY="http://127.0.0.1:9",
+            https_proxy="http://127.0.0.1:9",
+            http_proxy="http://127.0.0.1:9",
+        ):
             spec = getattr(openai_public, name)()
         assert (cache / key).exists()  # tiktoken accepted the file: its hash matched
         encodings[name] = tiktoken.Encoding(**spec)
@@ -86,7 +90,7 @@ SAMPLES = [
     "👍🏽 👨‍👩‍👧‍👦 🇫🇷 ❤️ 😀😀😀 🧑🏿‍🚀",
     "def f(x):\n    return x**2  # square\n\n\tif (a && b) { return; }\n",
     "SELECT id, count(*) FROM t WHERE x <> 'y' GROUP BY 1;",
-    "<html><body class=\"main\">&nbsp;</body></html>",
+    '<html><body class="main">&nbsp;</body></html>',
     "a   b\t\t\tc\n\n\n   \r\n  \u00a0\u2003 end  ",
     "   ",
     "\n",
@@ -104,9 +108,19 @@ SAMPLES = [
 
 def _random_texts(seed: int, count: int) -> list[str]:
     rnd = random.Random(seed)
-    ranges = [(0x20, 0x7E), (0x09, 0x0D), (0xA0, 0x24F), (0x370, 0x4FF), (0x600, 0x6FF),
-              (0x900, 0x97F), (0x3040, 0x30FF), (0x4E00, 0x4FFF), (0xAC00, 0xAD00),
-              (0x1F300, 0x1F64F), (0x1F900, 0x1F9FF)]
+    ranges = [
+        (0x20, 0x7E),
+        (0x09, 0x0D),
+        (0xA0, 0x24F),
+        (0x370, 0x4FF),
+        (0x600, 0x6FF),
+        (0x900, 0x97F),
+        (0x3040, 0x30FF),
+        (0x4E00, 0x4FFF),
+        (0xAC00, 0xAD00),
+        (0x1F300, 0x1F64F),
+        (0x1F900, 0x1F9FF),
+    ]
     texts = []
     for _ in range(count):
         parts = []
@@ -120,7 +134,9 @@ def _random_texts(seed: int, count: int) -> list[str]:
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
-def test_counts_equal_tiktoken_on_varied_texts(reference: dict[str, tiktoken.Encoding], name: str) -> None:
+def test_counts_equal_tiktoken_on_varied_texts(
+    reference: dict[str, tiktoken.Encoding], name: str
+) -> None:
     count = text_counter(name)
     enc = reference[name]
     for text in SAMPLES + _random_texts(7, 300):
@@ -128,12 +144,16 @@ def test_counts_equal_tiktoken_on_varied_texts(reference: dict[str, tiktoken.Enc
         assert count(text) == expected, (name, text[:80])
     # Not vacuous: the two encodings disagree somewhere on this sample.
     other = reference["o200k_base" if name == "cl100k_base" else "cl100k_base"]
-    assert any(len(enc.encode(t, disallowed_special=())) != len(other.encode(t, disallowed_special=()))
-               for t in SAMPLES)
+    assert any(
+        len(enc.encode(t, disallowed_special=())) != len(other.encode(t, disallowed_special=()))
+        for t in SAMPLES
+    )
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
-def test_counts_equal_tiktoken_on_generated_text(reference: dict[str, tiktoken.Encoding], name: str) -> None:
+def test_counts_equal_tiktoken_on_generated_text(
+    reference: dict[str, tiktoken.Encoding], name: str
+) -> None:
     count = text_counter(name)
     enc = reference[name]
 
@@ -199,8 +219,14 @@ def test_build_with_cl100k_costs_caches_and_names_the_counter(
     assert real["used"] == sum(i["tokens"] for i in real["admitted"])
     # Every chunk that passes gates 1-6 fits in 170 under these counts, so all
     # of them are admitted (shipping-note too, unlike with the estimates).
-    passing = ["policy", "task-state", "current-refund-policy", "refund-faq", "shipping-note",
-               "current-input"]
+    passing = [
+        "policy",
+        "task-state",
+        "current-refund-policy",
+        "refund-faq",
+        "shipping-note",
+        "current-input",
+    ]
     assert sum(truth[c] for c in passing) <= 170
     assert sorted(a["id"] for a in real["admitted"]) == sorted(passing)
     # Same ledger, same date, same budget: the counter alone changes the inputs.
@@ -215,9 +241,11 @@ def test_build_with_cl100k_costs_caches_and_names_the_counter(
     # count in the database and the next build uses it.
     with dbtools.connect(db_url) as con:
         changed = dbtools.execute(
-            con, db_url,
+            con,
+            db_url,
             "UPDATE token_counts SET tokens = 500 WHERE counter = ? AND vid = "
-            "(SELECT vid FROM chunk_versions WHERE chunk_id = 'shipping-note')", (cid_counter,)
+            "(SELECT vid FROM chunk_versions WHERE chunk_id = 'shipping-note')",
+            (cid_counter,),
         )
     assert changed == 1
     again = ledger_json("build", "--as-of", "2026-07-21", "--counter", "cl100k_base", db=db_url)
@@ -232,8 +260,12 @@ def test_build_with_cl100k_costs_caches_and_names_the_counter(
 
     # A new version is counted once, on the next build that sees it.
     shipping_note = next(c for c in SEED["chunks"] if c["id"] == "shipping-note")
-    extra = dict(shipping_note, source_version="2026-07", effective_from="2026-07-01",
-                 content="Shipping guidance, July: 日本語 and emoji 🚚 included.")
+    extra = dict(
+        shipping_note,
+        source_version="2026-07",
+        effective_from="2026-07-01",
+        content="Shipping guidance, July: 日本語 and emoji 🚚 included.",
+    )
     run_ledger("ingest", str(write_jsonl(tmp_path / "extra.jsonl", [extra])), db=db_url, check=True)
     ledger_json("build", "--as-of", "2026-07-21", "--counter", "cl100k_base", db=db_url)
     rows = _cache_rows(db_url)
@@ -250,7 +282,9 @@ def test_counters_give_different_input_digests(
     _seed(db_url)
     packs = {
         # Bytes run far above tokens: a budget every counter fits in.
-        name: ledger_json("build", "--as-of", "2026-07-21", "--counter", name, "--budget", "5000", db=db_url)
+        name: ledger_json(
+            "build", "--as-of", "2026-07-21", "--counter", name, "--budget", "5000", db=db_url
+        )
         for name in ("estimated_tokens", "utf8-bytes", "cl100k_base", "o200k_base")
     }
     assert len({p["input_digest"] for p in packs.values()}) == 4
@@ -266,17 +300,29 @@ def test_counters_give_different_input_digests(
     assert run_ledger("verify", db=db_url).returncode == 0
 
 
-def test_batch_keeps_counts_of_a_failed_line(db_url: str, tmp_path: Path,
-                                             reference: dict[str, tiktoken.Encoding]) -> None:
+def test_batch_keeps_counts_of_a_failed_line(
+    db_url: str, tmp_path: Path, reference: dict[str, tiktoken.Encoding]
+) -> None:
     """With --keep-going a failed line is rolled back alone; the counts made
     while costing it are valid and stay cached for the lines after it."""
     _seed(db_url)
-    batch = write_jsonl(tmp_path / "b.jsonl", [
-        {"subject": "nobody", "as_of": "2026-07-21"},  # holds no permission: fails
-        {"subject": "default", "as_of": "2026-07-21"},
-    ])
-    proc = run_ledger("build", "--batch", str(batch), "--keep-going", "--counter", "cl100k_base", "--json",
-                      db=db_url)
+    batch = write_jsonl(
+        tmp_path / "b.jsonl",
+        [
+            {"subject": "nobody", "as_of": "2026-07-21"},  # holds no permission: fails
+            {"subject": "default", "as_of": "2026-07-21"},
+        ],
+    )
+    proc = run_ledger(
+        "build",
+        "--batch",
+        str(batch),
+        "--keep-going",
+        "--counter",
+        "cl100k_base",
+        "--json",
+        db=db_url,
+    )
     assert proc.returncode == 1
     out = json.loads(proc.stdout)
     assert [p["pack"] for p in out["packs"]] == [1] and len(out["failed"]) == 1

@@ -57,9 +57,7 @@ def w_tool_use(call_id: str) -> dict[str, Any]:
 
 
 def w_result(*call_ids: str) -> dict[str, Any]:
-    return w_user(
-        [{"type": "tool_result", "tool_use_id": c, "content": "out"} for c in call_ids]
-    )
+    return w_user([{"type": "tool_result", "tool_use_id": c, "content": "out"} for c in call_ids])
 
 
 @dataclass
@@ -122,7 +120,7 @@ def parse_continuation(data: bytes) -> list[tuple[str, str, bytes]]:
     pos = data.index(b"\n\n## ") + 1 if b"\n## " in data else len(data)
     while pos < len(data):
         match = _BLOCK.match(data, pos)
-        assert match, f"no block heading at byte {pos}: {data[pos:pos + 60]!r}"
+        assert match, f"no block heading at byte {pos}: {data[pos : pos + 60]!r}"
         fence = match.group(5)
         body_start = match.end()
         close = data.index(b"\n" + fence + b"\n", body_start - 1)

@@ -30,11 +30,13 @@ def work(tmp_path: Path) -> Path:
     """A folder with both fixtures and a generated CRLF transcript."""
     shutil.copy(FIXTURES / "plain.jsonl", tmp_path / "plain.jsonl")
     shutil.copy(FIXTURES / "wrapped.jsonl", tmp_path / "wrapped.jsonl")
-    data, _ = build_transcript([
-        ExchangeSpec("wrapped", "crlf ``` ü", tools=2, eol="\r\n"),
-        ExchangeSpec("plain", "second 日本", tools=1, eol="\r\n"),
-        ExchangeSpec("plain", "third", eol="\r\n"),
-    ])
+    data, _ = build_transcript(
+        [
+            ExchangeSpec("wrapped", "crlf ``` ü", tools=2, eol="\r\n"),
+            ExchangeSpec("plain", "second 日本", tools=1, eol="\r\n"),
+            ExchangeSpec("plain", "third", eol="\r\n"),
+        ]
+    )
     (tmp_path / "crlf.jsonl").write_bytes(data)
     return tmp_path
 
@@ -61,8 +63,9 @@ def mode(path: Path) -> int:
 def test_annotate_then_export(work: Path, name: str) -> None:
     source = work / name
     before = snapshot(source)
-    proc = run_cli("transcript", "annotate", source, work / "p.json", "e001=pinned",
-                   "e003=aside", cwd=work)
+    proc = run_cli(
+        "transcript", "annotate", source, work / "p.json", "e001=pinned", "e003=aside", cwd=work
+    )
     assert proc.returncode == 0, proc.stderr
     count = {"plain.jsonl": 4, "wrapped.jsonl": 3, "crlf.jsonl": 3}[name]
     assert proc.stdout.startswith(f"{count} exchanges (1 pinned, ")
@@ -100,8 +103,15 @@ def test_annotate_then_export(work: Path, name: str) -> None:
 
 def test_crlf_payload_is_byte_exact_in_the_continuation(work: Path) -> None:
     source = work / "crlf.jsonl"
-    run_cli("transcript", "annotate", source, work / "p.json", "e001=pinned", "e002=pinned",
-            "e003=pinned")
+    run_cli(
+        "transcript",
+        "annotate",
+        source,
+        work / "p.json",
+        "e001=pinned",
+        "e002=pinned",
+        "e003=pinned",
+    )
     proc = run_cli("transcript", "export", source, work / "p.json", 100_000, work / "out")
     assert proc.returncode == 0, proc.stderr
     out = (work / "out" / "continuation.md").read_bytes()
@@ -113,8 +123,7 @@ def test_crlf_payload_is_byte_exact_in_the_continuation(work: Path) -> None:
 
 def test_budget_below_pinned_is_refused_with_the_needed_size(work: Path) -> None:
     run_cli("transcript", "annotate", work / "plain.jsonl", work / "p.json", "e004=pinned")
-    proc = run_cli("transcript", "export", work / "plain.jsonl", work / "p.json", 300,
-                   work / "out")
+    proc = run_cli("transcript", "export", work / "plain.jsonl", work / "p.json", 300, work / "out")
     assert proc.returncode == 1
     assert "budget 300 bytes is below the 1 pinned exchange(s) plus Markdown framing" in (
         one_error_line(proc.stderr)
@@ -123,9 +132,11 @@ def test_budget_below_pinned_is_refused_with_the_needed_size(work: Path) -> None
 
 
 def test_unknown_exchange_and_bad_priority_refused_by_annotate(work: Path) -> None:
-    for arg, fragment in (("e009=pinned", "unknown exchange id 'e009'"),
-                          ("e001=critical", "unknown priority 'critical'"),
-                          ("e001", "not ID=PRIORITY")):
+    for arg, fragment in (
+        ("e009=pinned", "unknown exchange id 'e009'"),
+        ("e001=critical", "unknown priority 'critical'"),
+        ("e001", "not ID=PRIORITY"),
+    ):
         proc = run_cli("transcript", "annotate", work / "plain.jsonl", work / "p.json", arg)
         assert proc.returncode == 1
         assert fragment in one_error_line(proc.stderr)
@@ -133,11 +144,13 @@ def test_unknown_exchange_and_bad_priority_refused_by_annotate(work: Path) -> No
 
 
 def test_usage_errors_exit_2(work: Path) -> None:
-    proc = run_cli("transcript", "export", work / "plain.jsonl", work / "p.json", "lots",
-                   work / "out")
+    proc = run_cli(
+        "transcript", "export", work / "plain.jsonl", work / "p.json", "lots", work / "out"
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    proc = run_cli("transcript", "export", work / "plain.jsonl", work / "p.json", "-5",
-                   work / "out")
+    proc = run_cli(
+        "transcript", "export", work / "plain.jsonl", work / "p.json", "-5", work / "out"
+    )
     assert proc.returncode == 2
 
 
@@ -157,10 +170,16 @@ def test_help_documents_commands_with_examples() -> None:
 @pytest.mark.parametrize(
     ("data", "line", "fragment"),
     [
-        (lines(user("q"), assistant(None, "c1"), user("next"), assistant("a")), 2,
-         "outstanding call"),
-        (lines(user("q"), {"role": "tool", "tool_call_id": "x"}, assistant("a")), 2,
-         "orphaned result"),
+        (
+            lines(user("q"), assistant(None, "c1"), user("next"), assistant("a")),
+            2,
+            "outstanding call",
+        ),
+        (
+            lines(user("q"), {"role": "tool", "tool_call_id": "x"}, assistant("a")),
+            2,
+            "orphaned result",
+        ),
         (lines(user("q"), assistant("a"), user("dangling")), 3, "final user prompt"),
         (lines({"type": "summary", "summary": "s"}), 1, "metadata record"),
         (b"\xef\xbb\xbf" + lines(user("q"), assistant("a")), 1, "byte-order mark"),
@@ -195,8 +214,14 @@ def annotate(work: Path, *extra: str) -> None:
 def export(
     work: Path, outdir: Path | None = None, budget: int = 2000
 ) -> subprocess.CompletedProcess[str]:
-    return run_cli("transcript", "export", work / "plain.jsonl", work / "p.json", budget,
-                   outdir or work / "out")
+    return run_cli(
+        "transcript",
+        "export",
+        work / "plain.jsonl",
+        work / "p.json",
+        budget,
+        outdir or work / "out",
+    )
 
 
 def test_existing_sidecar_without_a_terminal_is_refused(work: Path) -> None:
@@ -285,8 +310,9 @@ def test_outputs_aliasing_the_source_or_sidecar_are_refused(work: Path) -> None:
     (work / "out3").mkdir()
     link = work / "out3" / "omissions.json"
     link.symlink_to(work / "plain.jsonl")
-    proc = run_cli("transcript", "export", work / "plain.jsonl", work / "p.json", 5000,
-                   work / "out3")
+    proc = run_cli(
+        "transcript", "export", work / "plain.jsonl", work / "p.json", 5000, work / "out3"
+    )
     assert proc.returncode == 1 and "symbolic link" in one_error_line(proc.stderr)
 
 
@@ -313,8 +339,14 @@ def test_sidecar_for_another_transcript_is_refused(work: Path) -> None:
 
 def test_overwrite_typed_at_a_terminal_replaces_the_sidecar(work: Path) -> None:
     annotate(work, "e001=pinned")
-    code, screen, err = run_in_pty("transcript", "annotate", work / "plain.jsonl",
-                                   work / "p.json", "e002=aside", answer="OVERWRITE")
+    code, screen, err = run_in_pty(
+        "transcript",
+        "annotate",
+        work / "plain.jsonl",
+        work / "p.json",
+        "e002=aside",
+        answer="OVERWRITE",
+    )
     assert code == 0, (screen, err)
     assert "Type OVERWRITE to replace" in screen and "4 exchanges" in screen
     priorities = json.loads((work / "p.json").read_text())["priorities"]
@@ -325,8 +357,9 @@ def test_overwrite_typed_at_a_terminal_replaces_the_sidecar(work: Path) -> None:
 def test_wrong_word_at_a_terminal_keeps_the_sidecar(work: Path) -> None:
     annotate(work, "e001=pinned")
     before = snapshot(work / "p.json")
-    code, screen, err = run_in_pty("transcript", "annotate", work / "plain.jsonl",
-                                   work / "p.json", "e002=aside", answer="yes")
+    code, screen, err = run_in_pty(
+        "transcript", "annotate", work / "plain.jsonl", work / "p.json", "e002=aside", answer="yes"
+    )
     assert code == 1 and "not confirmed" in one_error_line(err)
     assert snapshot(work / "p.json") == before
 
@@ -335,8 +368,15 @@ def test_overwrite_typed_at_a_terminal_replaces_both_outputs(work: Path) -> None
     annotate(work, "e001=pinned")
     assert export(work, budget=5000).returncode == 0
     source_before = snapshot(work / "plain.jsonl")
-    code, screen, err = run_in_pty("transcript", "export", work / "plain.jsonl",
-                                   work / "p.json", 600, work / "out", answer="OVERWRITE")
+    code, screen, err = run_in_pty(
+        "transcript",
+        "export",
+        work / "plain.jsonl",
+        work / "p.json",
+        600,
+        work / "out",
+        answer="OVERWRITE",
+    )
     assert code == 0, (screen, err)
     assert "continuation.md" in screen and "omissions.json" in screen
     assert "selected 2 of 4 exchanges, 578 of 600 bytes" in screen  # e001 pinned, e003 fits
@@ -351,8 +391,15 @@ def test_wrong_word_at_a_terminal_keeps_both_outputs(work: Path) -> None:
     assert export(work, budget=5000).returncode == 0
     names = ("continuation.md", "omissions.json")
     before = [snapshot(work / "out" / n) for n in names]
-    code, screen, err = run_in_pty("transcript", "export", work / "plain.jsonl",
-                                   work / "p.json", 600, work / "out", answer="overwrite")
+    code, screen, err = run_in_pty(
+        "transcript",
+        "export",
+        work / "plain.jsonl",
+        work / "p.json",
+        600,
+        work / "out",
+        answer="overwrite",
+    )
     assert code == 1 and "not confirmed" in one_error_line(err)
     assert [snapshot(work / "out" / n) for n in names] == before
     assert sorted(os.listdir(work / "out")) == list(names)
@@ -360,7 +407,14 @@ def test_wrong_word_at_a_terminal_keeps_both_outputs(work: Path) -> None:
 
 def test_no_prompt_at_a_terminal_when_nothing_exists(work: Path) -> None:
     annotate(work)
-    code, screen, err = run_in_pty("transcript", "export", work / "plain.jsonl",
-                                   work / "p.json", 5000, work / "out", answer=None)
+    code, screen, err = run_in_pty(
+        "transcript",
+        "export",
+        work / "plain.jsonl",
+        work / "p.json",
+        5000,
+        work / "out",
+        answer=None,
+    )
     assert code == 0, (screen, err)
     assert "OVERWRITE" not in screen

@@ -188,8 +188,7 @@ def test_publish_refuses_a_symlink_that_appeared(tmp_path: Path) -> None:
     (tmp_path / "elsewhere").write_text("keep")
     (tmp_path / "a.md").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(safeio.UnsafeOutputError):
-        safeio.publish(tmp_path, [("a.md", [b"new"])], confirmed=[tmp_path / "a.md"],
-                       protected=[])
+        safeio.publish(tmp_path, [("a.md", [b"new"])], confirmed=[tmp_path / "a.md"], protected=[])
     assert (tmp_path / "elsewhere").read_text() == "keep"
     assert listing(tmp_path) == ["a.md", "elsewhere"]
 

@@ -72,7 +72,10 @@ def test_pinned_payloads_appear_verbatim_in_fences() -> None:
         assert t.payload(e) in out
     blocks = parse_continuation(out)
     assert [(i, p) for i, p, _ in blocks] == [
-        ("e001", "pinned"), ("e002", "pinned"), ("e003", "normal"), ("e004", "pinned")
+        ("e001", "pinned"),
+        ("e002", "pinned"),
+        ("e003", "normal"),
+        ("e004", "pinned"),
     ]
     assert [b for _, _, b in blocks] == [t.payload(e) for e in t.exchanges]
     assert len(out) == selection.used
@@ -93,8 +96,10 @@ def test_pathological_backtick_run_gets_a_longer_fence() -> None:
 
 
 def test_crlf_payload_kept_and_missing_final_newline_added_after_it() -> None:
-    specs = [ExchangeSpec("wrapped", "crlf ü", tools=1, eol="\r\n"),
-             ExchangeSpec("plain", "last", eol="\r\n")]
+    specs = [
+        ExchangeSpec("wrapped", "crlf ü", tools=1, eol="\r\n"),
+        ExchangeSpec("plain", "last", eol="\r\n"),
+    ]
     data, payloads = build_transcript(specs, final_newline=False)
     assert not data.endswith(b"\n")
     t = parse_transcript(data)
@@ -113,8 +118,9 @@ def test_framed_cost_is_the_exact_block_length() -> None:
         for priority in PRIORITIES:
             head = f"\n## {e.id} ({priority}, lines {e.first_line}-{e.last_line})\n\n".encode()
             fence = b"```"
-            assert framed_cost(t, e, priority) == len(head + fence + b"jsonl\n" + payload
-                                                       + fence + b"\n")
+            assert framed_cost(t, e, priority) == len(
+                head + fence + b"jsonl\n" + payload + fence + b"\n"
+            )
 
 
 # -- selection -------------------------------------------------------------------------
@@ -122,8 +128,14 @@ def test_framed_cost_is_the_exact_block_length() -> None:
 
 def test_pinned_then_normal_oldest_first_then_asides_output_in_source_order() -> None:
     t, _ = transcript_of(*[f"exchange {n}" for n in range(1, 7)])
-    priorities = {"e001": "aside", "e002": "normal", "e003": "pinned",
-                  "e004": "normal", "e005": "aside", "e006": "pinned"}
+    priorities = {
+        "e001": "aside",
+        "e002": "normal",
+        "e003": "pinned",
+        "e004": "normal",
+        "e005": "aside",
+        "e006": "pinned",
+    }
     cost = {e.id: framed_cost(t, e, priorities[e.id]) for e in t.exchanges}
     # Room for the pinned ones, normal e002 and e004, and exactly one aside (e001).
     budget = HEADER + sum(cost[i] for i in ("e003", "e006", "e002", "e004", "e001"))
@@ -188,20 +200,27 @@ def test_manifest_accounts_for_every_exchange() -> None:
     assert doc["framingBytes"] == HEADER
     assert [e["id"] for e in doc["exchanges"]] == ["e001", "e002", "e003", "e004"]
     # The aside is the one that no longer fits (5 bytes short).
-    assert [e["status"] for e in doc["exchanges"]] == ["selected", "selected", "omitted",
-                                                       "selected"]
-    assert [e["reason"] for e in doc["exchanges"]] == ["selected", "selected", "budget",
-                                                       "selected"]
-    assert doc["exchanges"][2]["detail"] == {"needed": doc["exchanges"][2]["framedBytes"],
-                                             "remaining": doc["exchanges"][2]["framedBytes"] - 5}
+    assert [e["status"] for e in doc["exchanges"]] == [
+        "selected",
+        "selected",
+        "omitted",
+        "selected",
+    ]
+    assert [e["reason"] for e in doc["exchanges"]] == ["selected", "selected", "budget", "selected"]
+    assert doc["exchanges"][2]["detail"] == {
+        "needed": doc["exchanges"][2]["framedBytes"],
+        "remaining": doc["exchanges"][2]["framedBytes"] - 5,
+    }
     assert doc["selectedCount"] == 3 and doc["omittedCount"] == 1 and doc["exchangeCount"] == 4
     for entry, e in zip(doc["exchanges"], t.exchanges, strict=True):
         assert entry["priority"] == priorities[e.id]
         assert entry["framedBytes"] == framed_cost(t, e, priorities[e.id])
         assert entry["contentSha256"] == hashlib.sha256(t.payload(e)).hexdigest()
         assert (entry["firstLine"], entry["lastLine"]) == (e.first_line, e.last_line)
-    assert HEADER + sum(e["framedBytes"] for e in doc["exchanges"]
-                        if e["status"] == "selected") == doc["used"]
+    assert (
+        HEADER + sum(e["framedBytes"] for e in doc["exchanges"] if e["status"] == "selected")
+        == doc["used"]
+    )
 
 
 # -- the candidate mapping on the selector core ------------------------------------------
@@ -252,8 +271,10 @@ def test_fast_record_digest_equals_canonical_digest(text: str) -> None:
 # -- properties over random transcripts and budgets ----------------------------------------
 
 TEXT = st.lists(
-    st.sampled_from(["a", " ", "`", "``", "```", "````", "é", "日本", "👍", "\\", '"', "\t",
-                     "\u2028", "zz"]) | st.text(max_size=4),
+    st.sampled_from(
+        ["a", " ", "`", "``", "```", "````", "é", "日本", "👍", "\\", '"', "\t", "\u2028", "zz"]
+    )
+    | st.text(max_size=4),
     max_size=10,
 ).map("".join)
 SPECS = st.lists(
@@ -272,8 +293,9 @@ SPECS = st.lists(
 
 def greedy_oracle(costs: list[int], classes: list[str], budget: int) -> list[bool]:
     """The rule in plain words, independent of the selector core."""
-    remaining = budget - HEADER - sum(c for c, k in zip(costs, classes, strict=True)
-                                      if k == "pinned")
+    remaining = (
+        budget - HEADER - sum(c for c, k in zip(costs, classes, strict=True) if k == "pinned")
+    )
     chosen = [k == "pinned" for k in classes]
     for wanted in ("normal", "aside"):
         for i, (cost, klass) in enumerate(zip(costs, classes, strict=True)):
@@ -292,7 +314,10 @@ def greedy_oracle(costs: list[int], classes: list[str], budget: int) -> list[boo
     slack=st.integers(-3, 3),
 )
 def test_never_over_budget_every_exchange_accounted_payloads_verbatim(
-    specs: list[ExchangeSpec], final_newline: bool, classes: list[str], fraction: float,
+    specs: list[ExchangeSpec],
+    final_newline: bool,
+    classes: list[str],
+    fraction: float,
     slack: int,
 ) -> None:
     data, payloads = build_transcript(specs, final_newline=final_newline)
@@ -301,8 +326,9 @@ def test_never_over_budget_every_exchange_accounted_payloads_verbatim(
     assert [t.payload(e) for e in t.exchanges] == payloads
     priorities = {e.id: classes[i] for i, e in enumerate(t.exchanges)}
     costs = [framed_cost(t, e, priorities[e.id]) for e in t.exchanges]
-    pinned = HEADER + sum(c for c, e in zip(costs, t.exchanges, strict=True)
-                          if priorities[e.id] == "pinned")
+    pinned = HEADER + sum(
+        c for c, e in zip(costs, t.exchanges, strict=True) if priorities[e.id] == "pinned"
+    )
     budget = max(0, int(fraction * (HEADER + sum(costs))) + slack)
     if budget < pinned:
         with pytest.raises(BudgetTooSmallError):
@@ -324,8 +350,7 @@ def test_never_over_budget_every_exchange_accounted_payloads_verbatim(
     doc = json.loads(render_omissions(selection))
     assert [x["id"] for x in doc["exchanges"]] == [e.id for e in t.exchanges]
     assert {x["status"] for x in doc["exchanges"]} <= {"selected", "omitted"}
-    assert all((x["status"] == "selected") == (x["reason"] == "selected")
-               for x in doc["exchanges"])
+    assert all((x["status"] == "selected") == (x["reason"] == "selected") for x in doc["exchanges"])
     assert doc["used"] == len(out) and doc["budget"] == budget
 
 
@@ -335,7 +360,9 @@ def test_never_over_budget_every_exchange_accounted_payloads_verbatim(
 def test_assignments_full_mapping_and_refusals() -> None:
     t, _ = transcript_of("a", "b", "c")
     assert parse_assignments(["e003=aside", "e001=pinned"], t) == {
-        "e001": "pinned", "e002": "normal", "e003": "aside"
+        "e001": "pinned",
+        "e002": "normal",
+        "e003": "aside",
     }
     assert parse_assignments([], t) == {"e001": "normal", "e002": "normal", "e003": "normal"}
     bad = {
@@ -385,12 +412,18 @@ def test_stale_sidecar_is_refused() -> None:
         ('{"version": true, "sourceSha256": "%s", "priorities": {}}', "unsupported version"),
         ('{"version": 1, "sourceSha256": "ABC", "priorities": {}}', "64 lower-case hex"),
         ('{"version": 1, "sourceSha256": "%s", "priorities": []}', "must be a JSON object"),
-        ('{"version": 1, "sourceSha256": "%s", "priorities": {"e009": "pinned"}}',
-         "unknown exchange id 'e009'"),
-        ('{"version": 1, "sourceSha256": "%s", "priorities": {"e001": "urgent"}}',
-         "unknown priority 'urgent'"),
-        ('{"version": 1, "version": 1, "sourceSha256": "%s", "priorities": {}}',
-         "duplicate JSON key"),
+        (
+            '{"version": 1, "sourceSha256": "%s", "priorities": {"e009": "pinned"}}',
+            "unknown exchange id 'e009'",
+        ),
+        (
+            '{"version": 1, "sourceSha256": "%s", "priorities": {"e001": "urgent"}}',
+            "unknown priority 'urgent'",
+        ),
+        (
+            '{"version": 1, "version": 1, "sourceSha256": "%s", "priorities": {}}',
+            "duplicate JSON key",
+        ),
         ('{"version": 1, "sourceSha256": "%s", "priorities": {}, "extra": 1}', "unknown"),
         ("{not json", "invalid JSON"),
     ],
@@ -424,8 +457,17 @@ def test_core_imports_no_io_click_or_database(name: str) -> None:
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module or "")
     assert imported <= {
-        "__future__", "hashlib", "json", "math", "re", "collections.abc", "dataclasses",
-        "typing", "ledger.core.errors", "ledger.core.select", "collections",
+        "__future__",
+        "hashlib",
+        "json",
+        "math",
+        "re",
+        "collections.abc",
+        "dataclasses",
+        "typing",
+        "ledger.core.errors",
+        "ledger.core.select",
+        "collections",
         "ledger.core.transcript",
     }, imported
     assert "open(" not in source.read_text(encoding="utf-8")
