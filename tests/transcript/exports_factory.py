@@ -10,13 +10,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .factory import FIXTURES
-
-CLAUDE = FIXTURES / "claude-code"
-CODEX = FIXTURES / "codex"
-REAL_CLAUDE = sorted(CLAUDE.glob("*.jsonl"))
-REAL_CODEX = sorted(CODEX.glob("*.jsonl"))
-
 SESSION = "5e0c1a2b-0000-4000-8000-000000000001"
 
 

@@ -5,31 +5,19 @@ and what `why-evicted` then says about exchanges of real sessions."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.conftest import ledger_json, run_ledger
 
 from .exports_factory import (
-    CLAUDE,
-    CODEX,
     cc_prompt,
     cc_summary,
     cc_text,
     cc_tool_result,
     cc_tool_use,
-    file_lines,
     jsonl,
 )
-from .test_exports import blocks
-
-SAMPLE = CLAUDE / "sample_session.jsonl"  # sessionId test-session-id, 2025-12-24
-SESSION_9E = CLAUDE / "session-9eda1058.jsonl"
-ROLLOUT = CODEX / "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"
-ROLLOUT_SESSION = "019e1695-0522-7c83-8b39-0dd379793f80"
 
 
 def one_error_line(stderr: str) -> str:
@@ -47,196 +35,6 @@ def annotate_json(*args: str | Path) -> Any:
 # -- transcript annotate | export ---------------------------------------------------------
 
 
-def test_annotate_json_carries_lines_marks_and_skipped(tmp_path: Path) -> None:
-    doc = annotate_json("--from", "claude-code", SAMPLE, tmp_path / "p.json", "e002=pinned")
-    assert doc["skipped"] == {"summary": 1} and doc["format"] == "claude-code"
-    assert doc["session"] == "test-session-id" and doc["dates"] == ["2025-12-24", "2025-12-24"]
-    assert [(e["id"], e["lines"], e["marks"], e["priority"]) for e in doc["exchanges"]] == [
-        ("e001", [2, 6], ["interrupted"], "normal"),
-        ("e002", [7, 8], [], "pinned"),
-    ]
-    sidecar = json.loads((tmp_path / "p.json").read_text())
-    assert sidecar["priorities"] == {"e001": "normal", "e002": "pinned"}
-    # The plain output names what was skipped, on stderr.
-    proc = run_ledger(
-        "transcript", "annotate", "--from", "claude-code", str(SAMPLE), str(tmp_path / "q.json")
-    )
-    assert proc.returncode == 0 and proc.stdout.startswith("2 exchanges (0 pinned, 2 normal")
-    assert "summary 1" in proc.stderr
-
-
-@pytest.mark.parametrize(
-    ("source", "fmt"),
-    [
-        (SAMPLE, "claude-code"),
-        (SESSION_9E, "claude-code"),
-        (ROLLOUT, "codex"),
-        (CODEX / "turn-2.jsonl", "codex"),
-    ],
-    ids=lambda v: getattr(v, "name", v),
-)
-def test_export_from_a_real_file_is_verbatim_and_lists_every_exchange(
-    tmp_path: Path, source: Path, fmt: str
-) -> None:
-    before = source.read_bytes()
-    sidecar = tmp_path / "p.json"
-    doc = annotate_json("--from", fmt, source, sidecar)
-    proc = run_ledger(
-        "transcript",
-        "export",
-        "--from",
-        fmt,
-        str(source),
-        str(sidecar),
-        str(10**8),
-        str(tmp_path / "out"),
-    )
-    assert proc.returncode == 0, proc.stderr
-    original = file_lines(before)
-    out = (tmp_path / "out" / "continuation.md").read_bytes()
-    found = blocks(out)
-    assert list(found) == [e["id"] for e in doc["exchanges"]]
-    for e in doc["exchanges"]:
-        first, last = e["lines"]
-        assert found[e["id"]][2] == b"".join(original[first - 1 : last])
-    manifest = json.loads((tmp_path / "out" / "omissions.json").read_text())
-    assert manifest["skipped"] == doc["skipped"] and manifest["sourceSha256"] == doc["sourceSha256"]
-    assert [(e["lines"], e["marks"], e["status"]) for e in manifest["exchanges"]] == [
-        (e["lines"], e["marks"], "selected") for e in doc["exchanges"]
-    ]
-    assert len(out) == manifest["used"]
-    assert source.read_bytes() == before
-
-
-def test_export_within_a_budget_omits_whole_exchanges_and_says_which(tmp_path: Path) -> None:
-    sidecar = tmp_path / "p.json"
-    annotate_json("--from", "claude-code", SESSION_9E, sidecar, "e003=pinned")
-    full = run_ledger(
-        "transcript",
-        "export",
-        "--from",
-        "claude-code",
-        str(SESSION_9E),
-        str(sidecar),
-        str(10**8),
-        str(tmp_path / "all"),
-        check=True,
-    )
-    assert full.returncode == 0
-    everything = json.loads((tmp_path / "all" / "omissions.json").read_text())
-    costs = {e["id"]: e["framedBytes"] for e in everything["exchanges"]}
-    budget = everything["framingBytes"] + sum(costs.values()) - 1  # one byte short for e002
-    run_ledger(
-        "transcript",
-        "export",
-        "--from",
-        "claude-code",
-        str(SESSION_9E),
-        str(sidecar),
-        str(budget),
-        str(tmp_path / "out"),
-        check=True,
-    )
-    manifest = json.loads((tmp_path / "out" / "omissions.json").read_text())
-    status = {e["id"]: (e["status"], e["reason"]) for e in manifest["exchanges"]}
-    assert status == {
-        "e001": ("selected", "selected"),
-        "e002": ("omitted", "budget"),
-        "e003": ("selected", "selected"),
-    }
-    assert len((tmp_path / "out" / "continuation.md").read_bytes()) == budget + 1 - costs["e002"]
-    assert manifest["exchanges"][1]["detail"] == {
-        "needed": costs["e002"],
-        "remaining": costs["e002"] - 1,
-    }
-
-
-def test_scriptable_reannotation_keeps_the_refusal_to_overwrite(tmp_path: Path) -> None:
-    first = tmp_path / "p1.json"
-    annotate_json("--from", "codex", ROLLOUT, first, "e001=pinned", "e003=aside")
-    # From the old sidecar to a new one, changing only what is named.
-    doc = annotate_json(
-        "--from", "codex", ROLLOUT, tmp_path / "p2.json", "--base", first, "e002=aside"
-    )
-    assert [e["priority"] for e in doc["exchanges"]] == ["pinned", "aside", "aside"]
-    # The old sidecar, edited by a script, from standard input.
-    edited = json.loads(first.read_text())
-    edited["priorities"]["e001"] = "normal"
-    proc = run_ledger(
-        "transcript",
-        "annotate",
-        "--from",
-        "codex",
-        str(ROLLOUT),
-        str(tmp_path / "p3.json"),
-        "--base",
-        "-",
-        "--json",
-        input=json.dumps(edited).encode(),
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert [e["priority"] for e in json.loads(proc.stdout)["exchanges"]] == [
-        "normal",
-        "normal",
-        "aside",
-    ]
-    # Writing over an existing sidecar without a terminal is still refused.
-    before = (tmp_path / "p2.json").read_bytes()
-    refused = run_ledger(
-        "transcript",
-        "annotate",
-        "--from",
-        "codex",
-        str(ROLLOUT),
-        str(tmp_path / "p2.json"),
-        "--base",
-        str(first),
-        "e002=pinned",
-    )
-    assert refused.returncode == 1 and "refusing to replace without a terminal" in one_error_line(
-        refused.stderr
-    )
-    assert (tmp_path / "p2.json").read_bytes() == before
-    # In place (the base is the output) is refused as aliasing the input.
-    inplace = run_ledger(
-        "transcript",
-        "annotate",
-        "--from",
-        "codex",
-        str(ROLLOUT),
-        str(first),
-        "--base",
-        str(first),
-        "e002=pinned",
-    )
-    assert inplace.returncode == 1 and "same path as the input" in one_error_line(inplace.stderr)
-    # A base sidecar of other source bytes is refused as stale.
-    other = tmp_path / "s.json"
-    annotate_json("--from", "claude-code", SAMPLE, other)
-    stale = run_ledger(
-        "transcript",
-        "annotate",
-        "--from",
-        "codex",
-        str(ROLLOUT),
-        str(tmp_path / "p4.json"),
-        "--base",
-        str(other),
-    )
-    assert stale.returncode == 1 and "source changed" in one_error_line(stale.stderr)
-    assert not (tmp_path / "p4.json").exists()
-
-
-def test_without_from_the_strict_contract_refuses_the_export(tmp_path: Path) -> None:
-    proc = run_ledger("transcript", "annotate", str(SAMPLE), str(tmp_path / "p.json"))
-    assert proc.returncode == 1 and "line 1: metadata record" in one_error_line(proc.stderr)
-    assert not (tmp_path / "p.json").exists()
-    bad = run_ledger(
-        "transcript", "annotate", "--from", "gemini", str(SAMPLE), str(tmp_path / "p.json")
-    )
-    assert bad.returncode == 2
-
-
 # -- through the ledger ---------------------------------------------------------------------
 
 
@@ -252,21 +50,6 @@ def _build(db: str, source: Path, fmt: str, sidecar: Path | None, budget: int) -
     if sidecar is not None:
         args += ["--priorities", str(sidecar)]
     return ledger_json(*args, db=db)
-
-
-def test_exchange_ids_are_named_by_session_and_the_pack_by_its_date(db_url: str) -> None:
-    got = _ingest(db_url, ROLLOUT, "codex")
-    assert got["new"] == 3
-    ids = [c["id"] for c in ledger_json("chunks", db=db_url)["chunks"]]
-    assert sorted(ids) == [f"{ROLLOUT_SESSION}-e00{n}" for n in (1, 2, 3)]
-    pack = _build(db_url, ROLLOUT, "codex", None, 10**7)
-    assert pack["as_of"] == "2026-05-11" and pack["subject"] == ROLLOUT_SESSION
-    listing = run_ledger("packs", db=db_url, check=True).stdout
-    assert "2026-05-11" in listing and ROLLOUT_SESSION in listing and "1970-01-01" not in listing
-    chunk = ledger_json("chunks", "--id", f"{ROLLOUT_SESSION}-e002", db=db_url)["chunks"][0]
-    assert chunk["effective_from"] == "2026-05-11"
-    assert ledger_json("verify", db=db_url)["ok"] is True
-    assert run_ledger("replay", str(pack["pack"]), db=db_url).returncode == 0
 
 
 def _session_file(path: Path, session: str, day: str, words: str) -> Path:
@@ -343,50 +126,3 @@ def test_strict_transcripts_named_by_day_get_their_own_ids(db_url: str, tmp_path
         )
     ids = sorted(c["id"] for c in ledger_json("chunks", db=db_url)["chunks"])
     assert ids == ["my-session-2026-01-21-e001", "my-session-2026-01-22-e001"]
-
-
-def test_the_hinted_budget_of_a_transcript_pack_admits_the_exchange(
-    db_url: str, tmp_path: Path
-) -> None:
-    source = tmp_path / "s.jsonl"
-    shutil.copy(SESSION_9E, source)
-    sidecar = tmp_path / "p.json"
-    annotate_json("--from", "claude-code", source, sidecar, "e001=pinned")
-    _ingest(db_url, source, "claude-code", sidecar)
-    full = _build(db_url, source, "claude-code", sidecar, 10**7)
-    header = 10**7 - full["budget"]
-    costs = {a["id"]: a["tokens"] for a in full["admitted"]}
-    target = sorted(costs)[-1]  # the newest exchange: one byte short, only it is evicted
-    pack = _build(db_url, source, "claude-code", sidecar, header + sum(costs.values()) - 1)
-    assert [e["id"] for e in pack["evicted"]] == [target]
-    hint = ledger_json("why-evicted", target, "--pack", str(pack["pack"]), db=db_url)
-    step = hint["versions"][0]["decisions"][0]["would_admit"]["steps"][0]
-    assert step["kind"] == "budget" and step["framing"] == header
-    # The hinted number is a `--budget` for the whole continuation.md: applied as
-    # it is, it admits the exchange (one byte less does not).
-    again = _build(db_url, source, "claude-code", sidecar, step["budget"])
-    assert target in [a["id"] for a in again["admitted"]]
-    short = _build(db_url, source, "claude-code", sidecar, step["budget"] - 1)
-    assert target not in [a["id"] for a in short["admitted"]]
-    text = run_ledger(
-        "why-evicted", target, "--pack", str(pack["pack"]), db=db_url, check=True
-    ).stdout
-    assert f"to {step['budget']}" in text
-
-
-def test_from_goes_with_format_transcript(db_url: str) -> None:
-    proc = run_ledger("ingest", "--from", "codex", str(ROLLOUT), db=db_url)
-    assert proc.returncode == 1 and "--format transcript" in one_error_line(proc.stderr)
-    proc = run_ledger("build", "--as-of", "2026-01-01", "--from", "codex", db=db_url)
-    assert proc.returncode == 2
-
-
-def test_python_api_reads_exports_too(tmp_path: Path) -> None:
-    import ledger
-
-    with ledger.open(str(tmp_path / "api.db"), create=True) as lg:
-        got = lg.ingest_paths([ROLLOUT], format="transcript", source_format="codex")
-        assert got.to_json()["new"] == 3
-        pack = lg.build_transcript(ROLLOUT, budget=10**7, source_format="codex").to_json()
-    assert pack["as_of"] == "2026-05-11" and pack["subject"] == ROLLOUT_SESSION
-    assert [a["id"] for a in pack["admitted"]] == [f"{ROLLOUT_SESSION}-e00{n}" for n in (1, 2, 3)]
