@@ -31,9 +31,9 @@ ORIGIN_PREFIX = "ledger/"
 SIG_DASH = "\u2014 "  # an em dash and a space, as the spec writes it
 MAX_NOTE_BYTES = 1 << 20
 MAX_SIGNATURES = 100
-_B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
-_HEX8 = re.compile(r"^[0-9a-f]{8}$")
-_SIZE = re.compile(r"^(0|[1-9][0-9]{0,19})$")
+_B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_HEX8 = re.compile(r"[0-9a-f]{8}")
+_SIZE = re.compile(r"0|[1-9][0-9]{0,19}")
 
 
 def b64encode(data: bytes) -> str:
@@ -43,7 +43,7 @@ def b64encode(data: bytes) -> str:
 
 def b64decode(text: str, what: str) -> bytes:
     """Strict standard base64; InputError naming `what` otherwise."""
-    if not _B64.match(text) or len(text) % 4:
+    if not _B64.fullmatch(text) or len(text) % 4:
         raise InputError(f"{what} is not standard base64")
     try:
         return base64.b64decode(text, validate=True)
@@ -93,7 +93,7 @@ def parse_vkey(text: str) -> VerifierKey:
         raise InputError("a verifier key has the form NAME+KEYID+KEY (three parts joined by '+')")
     name, kid_hex, key_b64 = parts
     check_name(name)
-    if not _HEX8.match(kid_hex):
+    if not _HEX8.fullmatch(kid_hex):
         raise InputError("the verifier key's id is not 8 lower-case hex digits")
     raw = b64decode(key_b64, "the verifier key")
     if len(raw) != 33 or raw[0] != ED25519:
@@ -131,7 +131,7 @@ def parse_skey(text: str) -> SignerKey:
         raise InputError("not a ledger private key file (expected PRIVATE+KEY+NAME+KEYID+KEY)")
     name, kid_hex, key_b64 = parts[2:]
     check_name(name)
-    if not _HEX8.match(kid_hex):
+    if not _HEX8.fullmatch(kid_hex):
         raise InputError("the private key's id is not 8 lower-case hex digits")
     raw = b64decode(key_b64, "the private key")
     if len(raw) != 33 or raw[0] != ED25519:
@@ -258,7 +258,7 @@ def parse_checkpoint(text: str) -> Checkpoint:
     origin, size_text, root_text, *ext = lines[:-1]
     if not origin or origin != origin.strip():
         raise InputError("the checkpoint's origin line is empty or has spaces around it")
-    if not _SIZE.match(size_text):
+    if not _SIZE.fullmatch(size_text):
         raise InputError("the checkpoint's second line is not a tree size in decimal")
     root = b64decode(root_text, "the checkpoint's root line")
     if len(root) != 32:

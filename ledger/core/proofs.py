@@ -31,11 +31,11 @@ from ledger.core.errors import InputError, IntegrityError
 from ledger.core.merkle import entry_leaf, verify_consistency, verify_inclusion
 from ledger.core.results import JSONResult
 
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def _hex(value: object, where: str) -> bytes:
-    if not isinstance(value, str) or not _HEX64.match(value):
+    if not isinstance(value, str) or not _HEX64.fullmatch(value):
         raise InputError(f"{where} is not a SHA-256 hash in lower-case hex (64 characters)")
     return bytes.fromhex(value)
 
