@@ -27,7 +27,7 @@ from ledger.core.select import DEFAULT_ORDER, SELECTOR_VERSION, Candidate, Order
 from ledger.core.select import select as run_selector
 from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
 from ledger.store.chain import read_head, reserve_entry, seal_entry
-from ledger.store.engine import fetch_tuples, write_transaction
+from ledger.store.engine import fetch_tuples, insert_tuples, write_transaction
 from ledger.store.schema import decisions, packs, retractions, token_counts, versions
 from ledger.tokens import ESTIMATED, counter_id, text_counter
 
@@ -516,23 +516,8 @@ _DECISION_COLUMNS = ("pack_no", "vid", "status", "tokens", "position", "remainin
 
 
 def insert_decisions(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
-    """One executemany of decision rows (tuples in `_DECISION_COLUMNS` order).
-
-    On a driver with positional parameters (sqlite3) the tuples go to it directly,
-    skipping SQLAlchemy's per-row parameter processing; the values need none.
-    """
-    compiled = insert(decisions).compile(dialect=conn.dialect, column_keys=list(_DECISION_COLUMNS))
-    if compiled.positional and tuple(compiled.positiontup or ()) == _DECISION_COLUMNS:
-        conn.exec_driver_sql(str(compiled), rows)
-    elif not compiled.positional and set(compiled.binds) == set(_DECISION_COLUMNS):
-        # Named parameters (psycopg): dicts straight to the driver.
-        conn.exec_driver_sql(
-            str(compiled), [dict(zip(_DECISION_COLUMNS, r, strict=True)) for r in rows]
-        )
-    else:
-        conn.execute(
-            insert(decisions), [dict(zip(_DECISION_COLUMNS, r, strict=True)) for r in rows]
-        )
+    """One executemany of decision rows (tuples in `_DECISION_COLUMNS` order)."""
+    insert_tuples(conn, decisions, _DECISION_COLUMNS, rows)
 
 
 def build_in(

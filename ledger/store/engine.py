@@ -267,3 +267,28 @@ def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
         return list(cursor.fetchall())
     finally:
         cursor.close()
+
+
+def insert_tuples(
+    conn: Connection, table: Any, columns: tuple[str, ...], rows: list[tuple[Any, ...]]
+) -> None:
+    """The bulk-insert path, written once: one executemany of `rows` (tuples in
+    `columns` order) into `table`.
+
+    The statement is SQLAlchemy's own, compiled once per call. On a driver with
+    positional parameters (sqlite3) the tuples go to it directly, and on one with
+    named parameters (psycopg) dicts do: that skips SQLAlchemy's per-row parameter
+    processing (a third of ingest's write time). The values need none: str, int,
+    bool and None bind as they are.
+    """
+    from sqlalchemy import insert
+
+    compiled = insert(table).compile(dialect=conn.dialect, column_keys=list(columns))
+    if compiled.positional and tuple(compiled.positiontup or ()) == columns:
+        conn.exec_driver_sql(str(compiled), rows)
+        return
+    as_dicts = [dict(zip(columns, row, strict=True)) for row in rows]
+    if not compiled.positional and set(compiled.binds) == set(columns):
+        conn.exec_driver_sql(str(compiled), as_dicts)
+    else:
+        conn.execute(insert(table), as_dicts)

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, 
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import ChunkRecord, RecordError, check_dedupe_groups, record_digest
 from ledger.store.chain import reserve_entry, seal_entry
-from ledger.store.engine import write_transaction
+from ledger.store.engine import insert_tuples, write_transaction
 from ledger.store.fulltext import index_batch
 from ledger.store.schema import batches, versions
 
@@ -90,23 +90,8 @@ def _row(rec: ChunkRecord, digest: str, batch_seq: int) -> tuple[Any, ...]:
 
 
 def _insert_rows(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
-    """One executemany of chunk-version rows.
-
-    The statement is SQLAlchemy's own, compiled once per call; on a driver with
-    positional parameters (sqlite3) the tuples go to it directly, which skips
-    SQLAlchemy's per-row parameter processing (a third of the write time). The
-    values need none: str, int, bool and None bind as they are.
-    """
-    compiled = insert(versions).compile(dialect=conn.dialect, column_keys=list(_ROW_COLUMNS))
-    if compiled.positional and tuple(compiled.positiontup or ()) == _ROW_COLUMNS:
-        conn.exec_driver_sql(str(compiled), rows)
-    elif not compiled.positional and set(compiled.binds) == set(_ROW_COLUMNS):
-        # Named parameters (psycopg): dicts straight to the driver, same reason.
-        conn.exec_driver_sql(
-            str(compiled), [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows]
-        )
-    else:
-        conn.execute(insert(versions), [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in rows])
+    """One executemany of chunk-version rows (tuples in `_ROW_COLUMNS` order)."""
+    insert_tuples(conn, versions, _ROW_COLUMNS, rows)
 
 
 def record_from_row(row: Any) -> ChunkRecord:
