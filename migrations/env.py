@@ -14,10 +14,10 @@ from sqlalchemy import Connection
 
 from ledger.store.engine import make_engine
 from ledger.store.fulltext import outside_models
-from ledger.store.schema import Base
+from ledger.store.schema import metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def _run(connection: Connection) -> None:

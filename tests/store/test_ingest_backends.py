@@ -17,12 +17,13 @@ from ledger.core.canonical import content_digest
 from ledger.core.errors import InputError, RefusedError
 from ledger.store.chain import GENESIS
 from ledger.store.ingest import SLICE
-from ledger.store.schema import ChunkVersion, Entry
+from ledger.store.schema import entries as entries_t
+from ledger.store.schema import versions
 from tests.conftest import FIXTURE, chunk, write_jsonl
 
 
 def rows(engine: Engine) -> list[tuple[str, str, str, str]]:
-    v = ChunkVersion.__table__.c
+    v = versions.c
     with engine.connect() as conn:
         return [
             tuple(r)
@@ -35,7 +36,7 @@ def rows(engine: Engine) -> list[tuple[str, str, str, str]]:
 
 
 def entries(engine: Engine) -> list[tuple[int, str, str, str]]:
-    e = Entry.__table__.c
+    e = entries_t.c
     with engine.connect() as conn:
         return [
             tuple(r)
@@ -134,5 +135,5 @@ def test_a_bad_last_record_stores_nothing(ledger_engine: Engine, tmp_path: Path)
     with pytest.raises(InputError, match=f"{path}:{len(recs)}: field 'effective_from'"):
         ingest(ledger_engine, [str(path)])
     with ledger_engine.connect() as conn:
-        assert conn.execute(select(func.count()).select_from(ChunkVersion.__table__)).scalar() == 0
-        assert conn.execute(select(func.count()).select_from(Entry.__table__)).scalar() == 0
+        assert conn.execute(select(func.count()).select_from(versions)).scalar() == 0
+        assert conn.execute(select(func.count()).select_from(entries_t)).scalar() == 0

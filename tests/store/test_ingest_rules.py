@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select
 
 from ledger.api import ingest_files as ingest
 from ledger.core.errors import EXIT_INVALID, InputError, LedgerError, RefusedError
-from ledger.store.schema import ChunkVersion
+from ledger.store.schema import versions
 from tests.conftest import chunk, write_jsonl
 from tests.dbtools import snapshot
 from tests.store.ingest_cases import (
@@ -296,7 +296,7 @@ def test_text_fields_stored_stripped_and_content_exactly(
     path = write_jsonl(tmp_path / "padded.jsonl", [rec])
     ingest(ledger_engine, [str(path)])
     with ledger_engine.connect() as conn:
-        row = conn.execute(select(ChunkVersion.__table__)).one()
+        row = conn.execute(select(versions)).one()
     stored = {
         "id": row.chunk_id,
         "section": row.section,
@@ -333,5 +333,5 @@ def test_stored_json_matches_input_json(ledger_engine: Engine, tmp_path: Path) -
     path = write_jsonl(tmp_path / "round.jsonl", recs)
     ingest(ledger_engine, [str(path)])
     with ledger_engine.connect() as conn:
-        ids = [r.chunk_id for r in conn.execute(select(ChunkVersion.__table__).order_by("vid"))]
+        ids = [r.chunk_id for r in conn.execute(select(versions).order_by("vid"))]
     assert ids == [r["id"] for r in recs]

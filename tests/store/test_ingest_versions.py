@@ -16,7 +16,8 @@ from ledger.core.canonical import digest_value
 from ledger.core.errors import RefusedError
 from ledger.store.chain import GENESIS, entry_hash
 from ledger.store.ingest import SLICE
-from ledger.store.schema import Batch, ChunkVersion, Entry
+from ledger.store.schema import batches as batches_t
+from ledger.store.schema import entries, versions
 from tests.conftest import chunk, write_jsonl
 from tests.dbtools import snapshot
 
@@ -32,7 +33,7 @@ def records(n: int, prefix: str = "rec") -> list[dict[str, object]]:
 
 
 def batches(engine: Engine) -> list[tuple[int, int, int, int]]:
-    b = Batch.__table__.c
+    b = batches_t.c
     with engine.connect() as conn:
         return [
             tuple(r)
@@ -52,7 +53,7 @@ def test_reingesting_the_same_file_adds_nothing_but_an_entry(
     assert second.to_json() == {"batch": 2, "read": 25, "new": 0, "unchanged": 25}
     assert batches(ledger_engine) == [(1, 25, 25, 0), (2, 25, 0, 25)]
     with ledger_engine.connect() as conn:
-        assert len(conn.execute(select(ChunkVersion.__table__)).all()) == 25
+        assert len(conn.execute(select(versions)).all()) == 25
 
 
 def test_a_new_version_of_a_stored_id_is_new(ledger_engine: Engine, tmp_path: Path) -> None:
@@ -156,10 +157,10 @@ def test_ingest_entries_form_a_hash_chain(ledger_engine: Engine, tmp_path: Path)
     runs = [records(3, "one"), records(2, "two"), records(3, "one") + records(1, "three")]
     for i, recs in enumerate(runs):
         ingest(ledger_engine, [str(write_jsonl(tmp_path / f"run{i}.jsonl", recs))])
-    e = Entry.__table__.c
-    v = ChunkVersion.__table__.c
+    e = entries.c
+    v = versions.c
     with ledger_engine.connect() as conn:
-        rows = conn.execute(select(Entry.__table__).order_by(e.seq)).all()
+        rows = conn.execute(select(entries).order_by(e.seq)).all()
         digests = {
             seq: sorted(
                 d for (d,) in conn.execute(select(v.record_digest).where(v.batch_seq == seq))
@@ -201,5 +202,5 @@ def test_batch_records_its_sources(ledger_engine: Engine, tmp_path: Path) -> Non
     b = write_jsonl(tmp_path / "b.jsonl", records(1, "b"))
     ingest(ledger_engine, [str(a), str(b)])
     with ledger_engine.connect() as conn:
-        sources = conn.execute(select(Batch.__table__.c.sources)).scalar_one()
+        sources = conn.execute(select(batches_t.c.sources)).scalar_one()
     assert json.loads(sources) == ["a.jsonl", "b.jsonl"]

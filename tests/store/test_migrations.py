@@ -33,7 +33,7 @@ from ledger.store.engine import (
 )
 from ledger.store.fulltext import outside_models
 from ledger.store.migrate import alembic_config, downgrade_to, upgrade_to_head
-from ledger.store.schema import Base, Batch
+from ledger.store.schema import batches, metadata
 from tests import dbtools
 from tests.conftest import chunk, write_jsonl
 from tests.dbtools import snapshot
@@ -81,7 +81,7 @@ def test_autogenerate_finds_no_difference_from_the_models(db_url: str) -> None:
                     "include_name": outside_models,
                 },
             )
-            diff = compare_metadata(context, Base.metadata)
+            diff = compare_metadata(context, metadata)
     finally:
         engine.dispose()
     assert diff == []
@@ -220,7 +220,7 @@ def test_foreign_keys_are_enforced(db_url: str) -> None:
         with pytest.raises(IntegrityError):
             with write_transaction(engine) as conn:
                 conn.execute(
-                    insert(Batch.__table__).values(
+                    insert(batches).values(
                         seq=42, read_count=0, new_count=0, unchanged_count=0, sources="[]"
                     )
                 )
