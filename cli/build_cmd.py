@@ -165,7 +165,7 @@ def build_command(
 
     if batch is not None:
         ctx = click.get_current_context()
-        given = [
+        ignored = [
             flag
             for flag, name in (
                 ("--as-of", "as_of"),
@@ -175,10 +175,10 @@ def build_command(
             )
             if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
         ]
-        if given:
+        if ignored:
             # Silently ignoring them would build other packs than the user asked for.
             raise click.UsageError(
-                f"--batch takes subject, as_of and budget from its lines; drop {'/'.join(given)}"
+                f"--batch takes subject, as_of and budget from its lines; drop {'/'.join(ignored)}"
             )
         _run_batch(lg, batch, counter, keep_going, as_json)
         return

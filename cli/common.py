@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import update_wrapper
 from typing import Any
@@ -48,7 +48,7 @@ def byte_progress(
         yield bar.update
 
 
-def render_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def render_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     """A plain aligned text table; cells escaped for the terminal (`printable`)."""
     from ledger.core.records import printable
 

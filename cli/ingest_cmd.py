@@ -123,6 +123,9 @@ def ingest_command(
             id_prefix=id_prefix,
             source_format=source_format,
         )
+    from ledger import IngestSummary
+
+    assert isinstance(summary, IngestSummary)  # without rules it reads chunk records
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)
     if as_json:

@@ -100,7 +100,8 @@ class LazyGroup(click.Group):
         module_name, attr = target.split(":")
         if importlib.util.find_spec(module_name) is None:
             return None
-        return getattr(importlib.import_module(module_name), attr)
+        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        return command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -183,11 +183,12 @@ def set_policy(
         check_budget(budget)
     with write_transaction(engine) as conn:
         current = policy_at(conn)
-        if allow_trust is None and current is None:
+        if allow_trust is not None:
+            trust = tuple(sorted(set(allow_trust)))
+        elif current is None:
             raise InputError("no policy yet: the first `policy set` needs --allow-trust")
-        trust = (
-            tuple(sorted(set(allow_trust))) if allow_trust is not None else current.allowed_trust
-        )  # type: ignore[union-attr]
+        else:
+            trust = current.allowed_trust
         new = Policy(trust, budget if budget is not None else (current.budget if current else None))
         if new == current:
             return None, new

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
 
 from ledger.core.canonical import canonical_json, content_digest
+from ledger.core.chain import GENESIS, entry_hash, pack_entry_payload
 from ledger.core.checkpoint import Checkpoint
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.core.query import RetrievalRecord
@@ -37,10 +38,9 @@ from ledger.store.build import (
     decide,
     input_digest,
     pack_digest,
-    pack_entry_payload,
     retractions_at,
 )
-from ledger.store.chain import GENESIS, KINDS, Head, entry_hash, read_head
+from ledger.store.chain import KINDS, Head, read_head
 from ledger.store.documents import retract_payload
 from ledger.store.engine import fetch_tuples
 from ledger.store.ingest import ingest_payload_digest, record_from_row
@@ -65,7 +65,7 @@ _HEX = re.compile(r"[0-9a-f]+")
 # --------------------------------------------------------------------------
 
 
-def resolve_ref(conn: Connection, ref: str) -> list[Any]:
+def resolve_ref(conn: Connection, ref: str) -> Sequence[Any]:
     """The versions a REF names: a chunk id, a full content or record digest, or a
     unique hex prefix (8+ characters) of one. Ambiguous prefixes are refused."""
     c = versions.c
@@ -168,7 +168,7 @@ def retrieval_of(head: Any) -> RetrievalRecord | None:
 
 
 def hint_for(
-    conn: Connection, head: Any, record_digest: str, cache: dict[int, Any]
+    conn: Connection, head: Any, record_digest: str, cache: dict[tuple[Any, ...], Any]
 ) -> dict[str, Any]:
     """The core's smallest change that would have admitted a version in a pack."""
     inputs = inputs_of(head, conn)
@@ -202,7 +202,7 @@ def why_evicted(
     last_pack = conn.execute(
         select(packs.c.pack_no, packs.c.ledger_mark).order_by(packs.c.pack_no.desc()).limit(1)
     ).first()
-    cache: dict[int, Any] = {}
+    cache: dict[tuple[Any, ...], Any] = {}
     out = []
     for v in rows:
         # Only what the answer shows; a pack's snapshots are read for the packs
@@ -277,7 +277,7 @@ def why_evicted(
     return {"ref": ref, "versions": out}
 
 
-_NO_REF = (None, None, None)
+_NO_REF: tuple[None, None, None] = (None, None, None)
 
 
 def _referenced(conn: Connection, vids: set[int]) -> dict[int, tuple[Any, Any, Any]]:
@@ -316,7 +316,8 @@ class _DetailRow:
         self._v = version
         self.tokens = decision.tokens
         self.remaining = decision.remaining
-        self.ref_id, self.ref_version, self.ref_digest = referenced or _NO_REF
+        ref: tuple[str | None, str | None, str | None] = referenced or _NO_REF
+        self.ref_id, self.ref_version, self.ref_digest = ref
         self.retracted_from = retraction[0] if retraction else None
 
     def __getattr__(self, name: str) -> Any:
@@ -635,7 +636,7 @@ def verify(
             problems.add(seq, kind, f"{what} does not match the entry's payload digest")
 
     # Ingest batches and the versions they added.
-    stored_per_batch = dict(
+    stored_per_batch: dict[int, int] = dict(
         conn.execute(
             select(versions.c.batch_seq, func.count()).group_by(versions.c.batch_seq)
         ).all()
@@ -766,17 +767,13 @@ def verify(
         )
     # Every entry must have its records (an entry whose rows were deleted).
     recorded = set(by_entry) | set(retracted)
-    recorded |= {r for (r,) in conn.execute(select(batches.c.seq).where(batches.c.seq > after))}
-    recorded |= {
-        r for (r,) in conn.execute(select(policies.c.entry_seq).where(policies.c.entry_seq > after))
-    }
-    recorded |= {
-        r for (r,) in conn.execute(select(packs.c.entry_seq).where(packs.c.entry_seq > after))
-    }
+    recorded |= set(conn.scalars(select(batches.c.seq).where(batches.c.seq > after)))
+    recorded |= set(conn.scalars(select(policies.c.entry_seq).where(policies.c.entry_seq > after)))
+    recorded |= set(conn.scalars(select(packs.c.entry_seq).where(packs.c.entry_seq > after)))
     for e in chain:
         if e.seq not in recorded:
             problems.add(e.seq, e.kind, "the entry's records are missing")
-    head = Head(chain[-1].seq, chain[-1].entry_hash) if chain else read_head(conn)
+    chain_head = Head(chain[-1].seq, chain[-1].entry_hash) if chain else read_head(conn)
     # The Merkle tree (proofs and checkpoints): recomputed from the entries, or for
     # `since` extended from the checkpoint's stored frontier by the new entries.
     if since is None:
@@ -803,7 +800,7 @@ def verify(
     return VerifyResult(
         first is None,
         after + len(chain),
-        head.entry_hash,
+        chain_head.entry_hash,
         first,
         n_decisions,
         checkpoint=None if held is None else tree.checkpoint_json(held),
@@ -825,11 +822,12 @@ _KIND_GROUP["retract"] = {"retract"}
 def _retract_entries(conn: Connection) -> dict[int, tuple[list[str], set[str], set[str | None]]]:
     t = retractions
     out: dict[int, tuple[list[str], set[str], set[str | None]]] = {}
-    for seq, cid, day, why in conn.execute(
+    rows: Iterable[tuple[int, str, str, str | None]] = conn.execute(
         select(t.c.entry_seq, t.c.chunk_id, t.c.from_date, t.c.reason).order_by(
             t.c.entry_seq, t.c.chunk_id
         )
-    ):
+    )
+    for seq, cid, day, why in rows:
         ids, days, reasons = out.setdefault(seq, ([], set(), set()))
         ids.append(cid)
         days.add(day)

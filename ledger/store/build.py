@@ -167,7 +167,8 @@ def retractions_at(conn: Connection, mark: int) -> dict[str, tuple[tuple[int, st
     r = retractions.c
     out: dict[str, list[tuple[int, str]]] = {}
     query = select(r.chunk_id, r.entry_seq, r.from_date).where(r.entry_seq <= mark)
-    for cid, seq, day in conn.execute(query.order_by(r.chunk_id, r.entry_seq)):
+    rows: Iterable[tuple[str, int, str]] = conn.execute(query.order_by(r.chunk_id, r.entry_seq))
+    for cid, seq, day in rows:
         out.setdefault(cid, []).append((int(seq), day))
     return {cid: tuple(marks) for cid, marks in out.items()}
 

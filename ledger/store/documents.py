@@ -129,7 +129,8 @@ def _newest_retraction(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
     for start in range(0, len(id_list), _IN):
         part = id_list[start : start + _IN]
         query = select(r.chunk_id, func.max(r.entry_seq)).where(r.chunk_id.in_(part))
-        for cid, seq in conn.execute(query.group_by(r.chunk_id)):
+        rows: Iterable[tuple[str, int]] = conn.execute(query.group_by(r.chunk_id))
+        for cid, seq in rows:
             out[cid] = int(seq)
     return out
 
@@ -232,7 +233,7 @@ def _check_dedupe(conn: Connection, plans: Sequence[Any]) -> None:
     c = versions.c
     for start in range(0, len(keys), _IN):
         part = keys[start : start + _IN]
-        groups = (
+        groups: Sequence[str] = (
             conn.execute(
                 select(c.dedupe_key)
                 .where(c.dedupe_key.in_(part))

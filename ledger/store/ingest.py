@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, select, update
+from sqlalchemy.sql.elements import ColumnElement
 
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import ChunkRecord, RecordError, check_dedupe_groups, record_digest
@@ -125,10 +126,10 @@ def ingest_payload_digest(conn: Connection, seq: int, read: int, unchanged: int)
     """
     h = hashlib.sha256(b'{"kind":"ingest","new":[')
     first = True
-    digest_col = versions.c.record_digest
+    digest_col: ColumnElement[str] = versions.c.record_digest
     if conn.dialect.name == "postgresql":
         digest_col = digest_col.collate("C")  # byte order, whatever the database's locale
-    result = conn.execute(
+    result: Iterable[tuple[str]] = conn.execute(
         select(versions.c.record_digest)
         .where(versions.c.batch_seq == seq)
         .order_by(digest_col)

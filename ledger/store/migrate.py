@@ -13,8 +13,12 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 from ledger.core.errors import SchemaError
 from ledger.store.engine import (
@@ -39,7 +43,7 @@ class Upgrade:
     backup: str | None  # the copy of a SQLite file made before upgrading it
 
 
-def alembic_config():  # type: ignore[no-untyped-def]
+def alembic_config() -> Config:
     """An Alembic Config whose scripts come from the installed package, not the cwd."""
     from alembic.config import Config
 

@@ -71,7 +71,7 @@ def resolve_pack(conn: Connection, ref: str) -> int:
     ).all()
     if not rows:
         raise NotFoundError(f"no pack whose digest starts with {ref}")
-    numbers = sorted({r.pack_no for r in rows})
+    numbers: list[int] = sorted({r.pack_no for r in rows})
     if len({r.pack_digest for r in rows}) > 1:
         raise InputError(
             f"PACK {ref} matches several pack digests (packs {', '.join(map(str, numbers))}); "
