@@ -26,6 +26,7 @@ from ledger.core.select import (
     Order,
     Request,
     RequiredOverBudgetError,
+    candidate_of,
     select,
 )
 
@@ -35,6 +36,15 @@ ITEM_FIELDS = frozenset({"id", "cost", "priority", "required", "content"})
 _DAY = "2000-01-01"
 _PERMISSION = "any"
 _TRUST = "any"
+# The rest of every item's chunk record.
+_ITEM_RECORD: dict[str, Any] = {
+    "source_version": "1",
+    "section": "evidence",
+    "effective_from": _DAY,
+    "expires_on": None,
+    "required_permission": _PERMISSION,
+    "trust": _TRUST,
+}
 
 
 class SelectInputError(InputError):
@@ -108,23 +118,15 @@ def run(input_dict: Any) -> dict[str, Any]:
             raise SelectInputError(f"{where}.id duplicates an earlier id: {item_id!r}")
         position[item_id] = index
         digest = content_digest(content)
-        candidates.append(
-            Candidate(
-                id=item_id,
-                source_version="1",
-                section="evidence",
-                effective_from=_DAY,
-                expires_on=None,
-                required_permission=_PERMISSION,
-                trust=_TRUST,
-                dedupe_key=item_id,  # unique: nothing is anyone's duplicate
-                tokens=cost,
-                priority=priority,
-                required=required,
-                record_digest=digest,
-                content_digest=digest,
-            )
-        )
+        record = {
+            **_ITEM_RECORD,
+            "id": item_id,
+            "dedupe_key": item_id,  # unique: nothing is anyone's duplicate
+            "estimated_tokens": cost,
+            "priority": priority,
+            "required": required,
+        }
+        candidates.append(candidate_of(record, record_digest=digest, content_digest=digest))
     request = Request(
         as_of=_DAY,
         granted=frozenset({_PERMISSION}),

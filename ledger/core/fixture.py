@@ -31,7 +31,7 @@ from ledger.core.records import (
     iso_date,
     validate_chunk,
 )
-from ledger.core.select import Candidate, Request, select
+from ledger.core.select import Candidate, Request, candidate_of, select
 from ledger.core.strictjson import loads_strict
 
 ROOT_FIELDS = frozenset({"fixture_version", "selector_version", "request", "chunks"})
@@ -192,20 +192,8 @@ def parse_fixture(data: bytes | str, *, source: str | None = None) -> Fixture:
 
 
 def _candidate(chunk: ChunkRecord) -> Candidate:
-    return Candidate(
-        id=chunk.id,
-        source_version=chunk.source_version,
-        section=chunk.section,
-        effective_from=chunk.effective_from,
-        expires_on=chunk.expires_on,
-        required_permission=chunk.required_permission,
-        trust=chunk.trust,
-        dedupe_key=chunk.dedupe_key,
-        tokens=chunk.estimated_tokens,
-        priority=chunk.priority,
-        required=chunk.required,
-        record_digest=chunk.record_digest,
-        content_digest=chunk.content_digest,
+    return candidate_of(
+        chunk.to_json(), record_digest=chunk.record_digest, content_digest=chunk.content_digest
     )
 
 

@@ -45,6 +45,7 @@ from ledger.core.errors import InputError, RefusedError
 from ledger.core.reasons import REASONS, SECTIONS, is_date
 
 __all__ = [
+    "CANDIDATE_FIELDS",
     "DEFAULT_ORDER",
     "REASONS",
     "SECTION_ORDER",
@@ -59,6 +60,7 @@ __all__ = [
     "RequiredOverBudgetError",
     "Request",
     "admission_hint",
+    "candidate_of",
     "default_output",
     "default_preference",
     "select",
@@ -119,6 +121,68 @@ class Request:
             object.__setattr__(self, "granted", frozenset(self.granted))
         if not isinstance(self.allowed_trust, frozenset):
             object.__setattr__(self, "allowed_trust", frozenset(self.allowed_trust))
+
+
+# The record fields a selector Candidate is made of, in the order `candidate_of`
+# reads them from a sequence (the store selects its columns in this order).
+CANDIDATE_FIELDS: tuple[str, ...] = (
+    "id",
+    "source_version",
+    "section",
+    "effective_from",
+    "expires_on",
+    "required_permission",
+    "trust",
+    "dedupe_key",
+    "estimated_tokens",
+    "priority",
+    "required",
+)
+
+
+def candidate_of(
+    record: Mapping[str, Any] | tuple[Any, ...],
+    *,
+    record_digest: str,
+    content_digest: str,
+    tokens: int | None = None,
+    ingest_rank: int = 0,
+) -> Candidate:
+    """A chunk record as the selector sees it: the one record -> Candidate mapping.
+
+    `record` is a record's JSON (SPEC's field names) or a tuple of its
+    `CANDIDATE_FIELDS` values in that order (a stored row: no dict per version). `tokens` is the
+    cost under the build's counter (default the record's `estimated_tokens`);
+    `ingest_rank` orders versions in ledger time (the later ingest wins ties).
+
+    >>> c = candidate_of({"id": "a1", "source_version": "v1", "section": "policy",
+    ...     "effective_from": "2026-01-01", "expires_on": None,
+    ...     "required_permission": "read", "trust": "approved-source", "dedupe_key": "a",
+    ...     "estimated_tokens": 10, "priority": 5, "required": 0},
+    ...     record_digest="d", content_digest="c")
+    >>> (c.tokens, c.required, c.ingest_rank)
+    (10, False, 0)
+    """
+    values = record if isinstance(record, tuple) else [record[f] for f in CANDIDATE_FIELDS]
+    cid, version, section, effective, expires, permission, trust, key, estimated, priority, req = (
+        values
+    )
+    return Candidate(
+        cid,
+        version,
+        section,
+        effective,
+        expires,
+        permission,
+        trust,
+        key,
+        estimated if tokens is None else tokens,
+        priority,
+        bool(req),  # a stored row holds 0/1
+        record_digest,
+        content_digest,
+        ingest_rank,
+    )
 
 
 @lru_cache(maxsize=1 << 16)

@@ -59,7 +59,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.errors import InputError, RefusedError
-from ledger.core.select import Candidate, Order, Request, RequiredOverBudgetError, select
+from ledger.core.select import (
+    Candidate,
+    Order,
+    Request,
+    RequiredOverBudgetError,
+    candidate_of,
+    select,
+)
 
 PRIORITIES: tuple[str, ...] = ("pinned", "normal", "aside")
 DEFAULT_PRIORITY = "normal"
@@ -687,18 +694,8 @@ def exchange_candidates(
             raise ValueError(f"unknown priority {priority!r} for {exchange.id}")
         record = exchange_record(transcript, exchange, priority, id_prefix=id_prefix)
         candidates.append(
-            Candidate(
-                id=record["id"],
-                source_version=record["source_version"],
-                section=record["section"],
-                effective_from=record["effective_from"],
-                expires_on=record["expires_on"],
-                required_permission=record["required_permission"],
-                trust=record["trust"],
-                dedupe_key=record["dedupe_key"],
-                tokens=record["estimated_tokens"],
-                priority=record["priority"],
-                required=record["required"],
+            candidate_of(
+                record,
                 record_digest=record_digest(record),
                 content_digest=hashlib.sha256(transcript.payload(exchange)).hexdigest(),
                 ingest_rank=exchange.index,

@@ -23,7 +23,14 @@ from ledger.core.context import Context
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, check_date
-from ledger.core.select import DEFAULT_ORDER, SELECTOR_VERSION, Candidate, Order, Request
+from ledger.core.select import (
+    DEFAULT_ORDER,
+    SELECTOR_VERSION,
+    Candidate,
+    Order,
+    Request,
+    candidate_of,
+)
 from ledger.core.select import select as run_selector
 from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
 from ledger.store.chain import read_head, reserve_entry, seal_entry
@@ -272,15 +279,19 @@ def load_candidates(
         tokens = {r[0]: r[9] for r in rows}
     else:
         tokens = count_tokens(conn, [r[0] for r in rows], counter)
-    # Positional, in Candidate's field order (this loop runs once per candidate).
+    # r[1:12] are the record's CANDIDATE_FIELDS, in that order (no dict per candidate).
     # Gate 5's tie-break is "the later ingest wins": an ingest is a batch (one run),
     # so ingest_rank is the batch; two versions of an id in one batch tie on it and
     # fall to the record digest, and the order of lines in a file never matters.
     cands = [
-        Candidate(
-            cid, sv, sec, eff, exp, perm, trust, dk, tokens[vid], prio, bool(req), rd, cd, batch
+        candidate_of(
+            r[1:12],
+            tokens=tokens[r[0]],
+            record_digest=r[12],
+            content_digest=r[13],
+            ingest_rank=r[14],
         )
-        for (vid, cid, sv, sec, eff, exp, perm, trust, dk, _est, prio, req, rd, cd, batch) in rows
+        for r in rows
     ]
     return cands, {r[12]: r[0] for r in rows}
 
