@@ -20,15 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ledger.core.canonical import content_digest
+from ledger.core.context import Candidate
 from ledger.core.errors import InputError
-from ledger.core.select import (
-    Candidate,
-    Order,
-    Request,
-    RequiredOverBudgetError,
-    candidate_of,
-    select,
-)
+from ledger.core.select import Order, Request, RequiredOverBudgetError, candidate_of, select
 
 ROOT_FIELDS = frozenset({"budget", "items"})
 ITEM_FIELDS = frozenset({"id", "cost", "priority", "required", "content"})

@@ -39,8 +39,10 @@ from ledger.core.transcript import (
     ExportInfo,
     Transcript,
     TranscriptError,
+    decode_line,
     exchange_name,
     loads_strict,
+    split_lines,
 )
 
 FORMATS: tuple[str, ...] = ("claude-code", "codex")
@@ -388,24 +390,13 @@ def read_export(data: bytes, fmt: str, *, name: str = "<transcript>") -> Transcr
             )
         )
 
-    size = len(data)
-    pos = 0
     lineno = 0
-    while pos < size:
-        lineno += 1
-        newline = data.find(b"\n", pos)
-        end = size if newline == -1 else newline + 1
-        line = data[pos : size if newline == -1 else newline]
-        start, pos = pos, end
+    for lineno, start, end, line in split_lines(data):
         if not line.strip():
             skipped["(blank line)"] += 1
             continue
         try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise fail(lineno, f"invalid UTF-8 at byte {exc.start + 1} of the line") from None
-        try:
-            record = loads_strict(text)
+            record = loads_strict(decode_line(line))
             if not isinstance(record, dict):
                 raise _Fail(f"line is a JSON {type(record).__name__}, not an object")
             event = classify(record)

@@ -43,6 +43,7 @@ from ledger.core.context import (
 )
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.reasons import REASONS, SECTIONS, is_date
+from ledger.core.records import FIELDS
 
 __all__ = [
     "CANDIDATE_FIELDS",
@@ -124,20 +125,10 @@ class Request:
 
 
 # The record fields a selector Candidate is made of, in the order `candidate_of`
-# reads them from a sequence (the store selects its columns in this order).
-CANDIDATE_FIELDS: tuple[str, ...] = (
-    "id",
-    "source_version",
-    "section",
-    "effective_from",
-    "expires_on",
-    "required_permission",
-    "trust",
-    "dedupe_key",
-    "estimated_tokens",
-    "priority",
-    "required",
-)
+# reads them from a tuple (the store selects its columns in this order): the chunk
+# record's FIELDS without source_uri and content, source_version before section
+# as in Candidate.
+CANDIDATE_FIELDS: tuple[str, ...] = ("id", "source_version", "section", *FIELDS[4:12])
 
 
 def candidate_of(

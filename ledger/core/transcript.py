@@ -239,6 +239,29 @@ def loads_strict(text: str) -> Any:
         raise ValueError("JSON nesting too deep (about 1,000 levels at most)") from None
 
 
+def split_lines(data: bytes) -> Iterator[tuple[int, int, int, bytes]]:
+    """The lines of a JSON Lines export: (number from 1, offset of its first byte,
+    offset after its newline, the line without the newline)."""
+    size = len(data)
+    pos = 0
+    lineno = 0
+    find = data.find
+    while pos < size:
+        lineno += 1
+        newline = find(b"\n", pos)
+        end = size if newline == -1 else newline + 1
+        yield lineno, pos, end, data[pos : size if newline == -1 else newline]
+        pos = end
+
+
+def decode_line(line: bytes) -> str:
+    """One line as UTF-8 text; ValueError naming the first bad byte (1-based)."""
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"invalid UTF-8 at byte {exc.start + 1} of the line") from None
+
+
 _PROMPT, _ASSISTANT, _RESULT = "prompt", "assistant", "result"
 
 
@@ -401,22 +424,12 @@ def parse_transcript(data: bytes, *, name: str = "<transcript>") -> Transcript:
             )
 
     size = len(data)
-    pos = 0
     lineno = 0
-    find = data.find
-    while pos < size:
-        lineno += 1
-        newline = find(b"\n", pos)
-        end = size if newline == -1 else newline + 1
-        line = data[pos : size if newline == -1 else newline]
+    for lineno, pos, _end, line in split_lines(data):
         if not line or line.isspace():
             raise fail(lineno, "blank line; one message a line, no blank lines")
         try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise fail(lineno, f"invalid UTF-8 at byte {exc.start + 1} of the line") from None
-        try:
-            record = loads_strict(text)
+            record = loads_strict(decode_line(line))
             kind, ids = _classify(record)
         except (ValueError, _Fail) as exc:
             raise fail(lineno, str(exc)) from None
@@ -463,7 +476,6 @@ def parse_transcript(data: bytes, *, name: str = "<transcript>") -> Transcript:
                         "in this exchange (orphaned result)",
                     )
         last_kind, last_line = kind, lineno
-        pos = end
 
     close(None)
     exchanges.append(

@@ -33,6 +33,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from ledger.core.errors import InputError
+from ledger.ingest.source import lstat_named
 
 MARKDOWN_EXTENSIONS = (".md", ".markdown")
 TEXT_EXTENSIONS = (".txt",)
@@ -720,14 +721,7 @@ def walk_paths(paths: Sequence[str]) -> list[DocFile]:
     """
     files: list[DocFile] = []
     for path in paths:
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file or folder") from None
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-        if stat.S_ISLNK(st.st_mode):
-            raise InputError(f"{path}: is a symbolic link; pass the file or folder it points to")
+        st = lstat_named(path, "file or folder")
         if stat.S_ISREG(st.st_mode):
             files.append(DocFile(os.path.dirname(path) or ".", os.path.basename(path), path))
             continue

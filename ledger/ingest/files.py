@@ -8,7 +8,6 @@ store can name the record that breaks a rule. Nothing here touches the database.
 from __future__ import annotations
 
 import json
-import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from ledger.core.errors import InputError
 from ledger.core.records import ChunkRecord, RecordError, validate_chunk
 from ledger.core.strictjson import StrictJSONError, loads_strict
-from ledger.ingest.source import iter_lines, open_regular, read_whole
+from ledger.ingest.source import iter_lines, lstat_named, open_regular, read_whole
 
 FORMATS = ("auto", "fixture", "json", "jsonl", "transcript")
 FIXTURE_KEYS = frozenset({"fixture_version", "selector_version", "request", "chunks"})
@@ -25,14 +24,7 @@ Progress = Callable[[int], None]  # called with bytes consumed since the last ca
 
 
 def check_input_file(path: str) -> None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise InputError(f"{path}: is a symbolic link; pass the file it points to")
+    st = lstat_named(path, "file")
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"{path}: is a directory; pass chunk files")
     if not stat.S_ISREG(st.st_mode):

@@ -75,6 +75,20 @@ def open_regular(path: str, what: str) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+def lstat_named(path: str, what: str) -> os.stat_result:
+    """`os.lstat` of a path the user named (`what`: "file", "file or folder"); a
+    missing path, an unreadable one or a symbolic link is refused by name."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such {what}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise InputError(f"{path}: is a symbolic link; pass the {what} it points to")
+    return st
+
+
 def read_whole(path: str, what: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     """The whole of a regular file of at most `limit` bytes."""
     with open_regular(path, what) as f:

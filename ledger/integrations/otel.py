@@ -27,30 +27,28 @@ from ledger.core.errors import InputError
 if TYPE_CHECKING:
     from ledger.core.results import Pack
 
-_TRACE_ID = re.compile(r"[0-9a-f]{32}")
-_SPAN_ID = re.compile(r"[0-9a-f]{16}")
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def _check_w3c_id(given: str, digits: int, option: str, role: str) -> str:
+    """`given` as a W3C traceparent id of `digits` hex digits, not all zero, lower-case."""
+    value = given.strip().lower()
+    if len(value) != digits or not _HEX.fullmatch(value) or value == "0" * digits:
+        raise InputError(
+            f"{option} {given[:40]!r}: must be {digits} hex digits, not all zero "
+            f"(the W3C traceparent's {role})"
+        )
+    return value
 
 
 def check_trace_id(trace_id: str) -> str:
     """A W3C trace id: 32 hex digits, not all zero; returned lower-case."""
-    value = trace_id.strip().lower()
-    if not _TRACE_ID.fullmatch(value) or value == "0" * 32:
-        raise InputError(
-            f"--trace-id {trace_id[:40]!r}: must be 32 hex digits, not all zero "
-            "(the W3C traceparent's trace id)"
-        )
-    return value
+    return _check_w3c_id(trace_id, 32, "--trace-id", "trace id")
 
 
 def check_span_id(span_id: str) -> str:
     """A W3C span id: 16 hex digits, not all zero; returned lower-case."""
-    value = span_id.strip().lower()
-    if not _SPAN_ID.fullmatch(value) or value == "0" * 16:
-        raise InputError(
-            f"--span-id {span_id[:40]!r}: must be 16 hex digits, not all zero "
-            "(the W3C traceparent's parent id)"
-        )
-    return value
+    return _check_w3c_id(span_id, 16, "--span-id", "parent id")
 
 
 def active_span() -> Any | None:
