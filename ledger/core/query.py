@@ -187,6 +187,9 @@ def parse_query(text: str) -> Query:
 MAX_TOP = 10_000
 MAX_CANDIDATE_LINES = 10_000
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{1,63}")
+# A line of a --candidates file.
+_LINE_KEYS = frozenset({"id", "source_version", "score"})
+_LINE_SHAPE = 'an object {"id", "source_version"?, "score"?}'
 
 
 def round_score(score: float) -> float:
@@ -313,7 +316,7 @@ def parse_candidates(data: bytes, where: str) -> list[Ranked]:
     finite number for `score`); a repeated item is refused, as it would rank
     one chunk twice.
     """
-    from ledger.core.strictjson import StrictJSONError, loads_strict
+    from ledger.core.strictjson import loads_object
 
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
@@ -326,16 +329,7 @@ def parse_candidates(data: bytes, where: str) -> list[Ranked]:
     seen: dict[str, str | None] = {}
     for n, raw in enumerate(lines, start=1):
         at = f"{where}:{n}"
-        try:
-            obj = loads_strict(raw)
-        except StrictJSONError as exc:
-            raise InputError(f"{at}: {exc}") from None
-        if not isinstance(obj, dict):
-            raise InputError(f'{at}: expected an object {{"id", "source_version"?, "score"?}}')
-        extra = set(obj) - {"id", "source_version", "score"}
-        if extra or "id" not in obj:
-            missing = sorted({"id"} - set(obj))
-            raise InputError(f"{at}: invalid fields: missing {missing}, unknown {sorted(extra)}")
+        obj = loads_object(raw, at, _LINE_SHAPE, _LINE_KEYS, frozenset({"id"}))
         cid = obj["id"]
         if not isinstance(cid, str) or not _ID.fullmatch(cid):
             raise InputError(f"{at}: field 'id': must be a chunk id ({_ID.pattern})")

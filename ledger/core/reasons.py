@@ -92,25 +92,26 @@ def short_detail(reason: str | None, detail: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k} {v}" for k, v in detail.items())
 
 
+# Each reason as a clause, filled from its detail (`str.format_map`: `{by[id]}` is
+# detail["by"]["id"]).
+_REASON_WORDS: Mapping[str, str] = MappingProxyType(
+    {
+        "permission_denied": "the subject lacks permission '{required_permission}'",
+        "trust_denied": "the policy does not allow trust '{trust}'",
+        "not_yet_effective": "it takes effect only on {effective_from}",
+        "expired": "it expired on {expires_on}",
+        "retracted": "ledger entry {entry} retracted it from {from} on",
+        "superseded": "version {by[source_version]} supersedes it",
+        "duplicate": "{kept[id]} was kept from the same dedupe group",
+        "budget": "it needed {needed} tokens but only {remaining} remained",
+    }
+)
+
+
 def reason_words(reason: str, detail: Mapping[str, Any]) -> str:
     """The reason as a clause of a sentence: `the policy does not allow trust 'x'`."""
-    if reason == "permission_denied":
-        return f"the subject lacks permission '{detail['required_permission']}'"
-    if reason == "trust_denied":
-        return f"the policy does not allow trust '{detail['trust']}'"
-    if reason == "not_yet_effective":
-        return f"it takes effect only on {detail['effective_from']}"
-    if reason == "expired":
-        return f"it expired on {detail['expires_on']}"
-    if reason == "retracted":
-        return f"ledger entry {detail['entry']} retracted it from {detail['from']} on"
-    if reason == "superseded":
-        return f"version {detail['by']['source_version']} supersedes it"
-    if reason == "duplicate":
-        return f"{detail['kept']['id']} was kept from the same dedupe group"
-    if reason == "budget":
-        return f"it needed {detail['needed']} tokens but only {detail['remaining']} remained"
-    return short_detail(reason, detail)
+    words = _REASON_WORDS.get(reason)
+    return short_detail(reason, detail) if words is None else words.format_map(detail)
 
 
 def describe_hint(hint: Mapping[str, Any]) -> str:

@@ -229,3 +229,24 @@ def loads_strict(data: bytes | str, *, source: str | None = None) -> Any:
                 raise _fail(str(exc), source) from None
             raise
     return value
+
+
+def loads_object(
+    raw: bytes, where: str, shape: str, allowed: frozenset[str], required: frozenset[str]
+) -> dict[str, Any]:
+    """One line of a JSON Lines input as an object with only `allowed` keys and all
+    `required` ones, else an `InputError` `where: ...`; `shape` says what is expected
+    ("an object with subject and as_of")."""
+    try:
+        obj = loads_strict(raw)
+    except StrictJSONError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected {shape}")
+    extra = set(obj) - allowed
+    missing = required - set(obj)
+    if extra or missing:
+        raise InputError(
+            f"{where}: invalid fields: missing {sorted(missing)}, unknown {sorted(extra)}"
+        )
+    return obj

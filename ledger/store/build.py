@@ -532,27 +532,6 @@ def insert_decisions(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
     insert_tuples(conn, decisions, _DECISION_COLUMNS, rows)
 
 
-def build_in(
-    conn: Connection,
-    as_of: str,
-    subject: str = "default",
-    budget: int | None = None,
-    counter: str = ESTIMATED,
-    ledger_at: int | None = None,
-    query: str | None = None,
-    top: int | None = None,
-    candidates_file: str | bytes | None = None,
-    trace: Trace | None = None,
-) -> int:
-    """Build and record one pack inside an open write transaction; return its number."""
-    inputs = resolve_inputs(conn, as_of, subject, budget, counter, ledger_at)
-    inputs = with_retrieval(conn, inputs, query, top, candidates_file)
-    with gc_paused():
-        candidates, vid_of = candidates_for(conn, inputs)
-        ctx = decide(inputs, candidates)
-        return record_pack(conn, inputs, candidates, ctx, vid_of, trace)
-
-
 def build_pack(
     engine: Engine,
     as_of: str,
@@ -570,27 +549,25 @@ def build_pack(
     With `query` (and `top`, default 20) or `candidates_file`: a retrieval build;
     `trace`: the OpenTelemetry trace and span ids recorded with it."""
     with write_transaction(engine) as conn:
-        return build_in(
-            conn, as_of, subject, budget, counter, ledger_at, query, top, candidates_file, trace
-        )
+        inputs = resolve_inputs(conn, as_of, subject, budget, counter, ledger_at)
+        inputs = with_retrieval(conn, inputs, query, top, candidates_file)
+        with gc_paused():
+            candidates, vid_of = candidates_for(conn, inputs)
+            ctx = decide(inputs, candidates)
+            return record_pack(conn, inputs, candidates, ctx, vid_of, trace)
 
 
 def parse_batch_line(raw: bytes, where: str) -> dict[str, Any]:
     """One `--batch` line: {"subject", "as_of", "budget"?, "query"?, "top"?, "candidates"?}."""
-    from ledger.core.strictjson import StrictJSONError, loads_strict
+    from ledger.core.strictjson import loads_object
 
-    try:
-        obj = loads_strict(raw)
-    except StrictJSONError as exc:
-        raise InputError(f"{where}: {exc}") from None
-    if not isinstance(obj, dict):
-        raise InputError(f"{where}: expected an object with subject, as_of and optional budget")
-    extra = set(obj) - {"subject", "as_of", "budget", "query", "top", "candidates"}
-    missing = {"subject", "as_of"} - set(obj)
-    if extra or missing:
-        raise InputError(
-            f"{where}: invalid fields: missing {sorted(missing)}, unknown {sorted(extra)}"
-        )
+    obj = loads_object(
+        raw,
+        where,
+        "an object with subject, as_of and optional budget",
+        frozenset({"subject", "as_of", "budget", "query", "top", "candidates"}),
+        frozenset({"subject", "as_of"}),
+    )
     if not isinstance(obj["subject"], str) or not isinstance(obj["as_of"], str):
         raise InputError(f"{where}: subject and as_of must be strings")
     b = obj.get("budget")
