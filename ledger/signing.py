@@ -8,8 +8,10 @@ printed or put in a message.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -33,6 +35,9 @@ from ledger.core.errors import InputError, IntegrityError, RefusedError
 
 # _write_private: the project's one owner-only (0600), never-overwrite file writer.
 from ledger.safeio import _write_private, read_input
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
 
 
 def _public_bytes(private: Ed25519PrivateKey) -> bytes:
@@ -92,6 +97,14 @@ def generate_key(name: str, path: Path) -> Signer:
     return signer
 
 
+def _parse_at(where: object, parse: Callable[[_In], _Out], value: _In) -> _Out:
+    """`parse(value)`, its one-line InputError prefixed by `where` (a file, an option)."""
+    try:
+        return parse(value)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+
+
 def load_signer(path: Path) -> Signer:
     """Read a private key file written by `ledger keygen` (or Go's note.GenerateKey)."""
     data = read_input(path, what="key file")
@@ -99,10 +112,7 @@ def load_signer(path: Path) -> Signer:
         text = data.decode("ascii")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a ledger private key file") from None
-    try:
-        return signer_from_skey(text)
-    except InputError as exc:
-        raise InputError(f"{path}: {exc}") from None
+    return _parse_at(path, signer_from_skey, text)
 
 
 def signature_holds(note: Note, vkey: VerifierKey) -> bool:
@@ -128,28 +138,18 @@ def read_vkey(value: str) -> VerifierKey:
             text = read_input(path, what="verifier key file").decode("utf-8")
         except UnicodeDecodeError:
             raise InputError(f"{value}: not a verifier key file") from None
-    try:
-        return parse_vkey(text)
-    except InputError as exc:
-        raise InputError(f"--vkey {value}: {exc}") from None
+    return _parse_at(f"--vkey {value}", parse_vkey, text)
 
 
 def read_note(path: Path) -> Note:
     """A note file (a checkpoint); InputError naming the file when malformed."""
-    data = read_input(path, what="checkpoint file")
-    try:
-        return parse_note(data)
-    except InputError as exc:
-        raise InputError(f"{path}: {exc}") from None
+    return _parse_at(path, parse_note, read_input(path, what="checkpoint file"))
 
 
 def read_checkpoint(path: Path, vkey: VerifierKey | None = None) -> Checkpoint:
     """A checkpoint file; with `vkey`, its signature must hold (IntegrityError if not)."""
     note = read_note(path)
-    try:
-        cp = parse_checkpoint(note.text)
-    except InputError as exc:
-        raise InputError(f"{path}: {exc}") from None
+    cp = _parse_at(path, parse_checkpoint, note.text)
     if vkey is not None and not signature_holds(note, vkey):
         raise IntegrityError(
             f"{path}: no valid signature by {vkey.name} ({vkey.key_id.hex()}): "

@@ -15,7 +15,7 @@ records that explain it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -67,46 +67,22 @@ class Candidate:
         }
 
     def to_json(self) -> dict[str, Any]:
-        """All fields as plain JSON values."""
-        return {
-            "id": self.id,
-            "source_version": self.source_version,
-            "section": self.section,
-            "effective_from": self.effective_from,
-            "expires_on": self.expires_on,
-            "required_permission": self.required_permission,
-            "trust": self.trust,
-            "dedupe_key": self.dedupe_key,
-            "tokens": self.tokens,
-            "priority": self.priority,
-            "required": self.required,
-            "record_digest": self.record_digest,
-            "content_digest": self.content_digest,
-            "ingest_rank": self.ingest_rank,
-        }
+        """All fields but `rank`, in field order, as plain JSON values."""
+        return {name: getattr(self, name) for name in _CANDIDATE_JSON}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Candidate:
         """The inverse of `to_json`; `ingest_rank` defaults to 0."""
         try:
-            return cls(
-                id=data["id"],
-                source_version=data["source_version"],
-                section=data["section"],
-                effective_from=data["effective_from"],
-                expires_on=data["expires_on"],
-                required_permission=data["required_permission"],
-                trust=data["trust"],
-                dedupe_key=data["dedupe_key"],
-                tokens=data["tokens"],
-                priority=data["priority"],
-                required=data["required"],
-                record_digest=data["record_digest"],
-                content_digest=data["content_digest"],
-                ingest_rank=data.get("ingest_rank", 0),
-            )
+            given = {name: data[name] for name in _CANDIDATE_JSON[:-1]}
+            return cls(**given, ingest_rank=data.get("ingest_rank", 0))
         except (KeyError, TypeError) as exc:
             raise InputError(f"candidate is missing or has a bad field: {exc}") from None
+
+
+# Candidate's JSON keys, in field order: every field but the retrieval `rank`,
+# which its JSON has never carried.
+_CANDIDATE_JSON = tuple(f.name for f in fields(Candidate) if f.name != "rank")
 
 
 def freeze(value: Any) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import (
+    FIELDS,
     FIXTURE_MAX_CONTENT,
     MAX_TOKENS,
     TRUST_LABELS,
@@ -56,18 +57,8 @@ PACK_KEYS = (
     "selected",
     "excluded",
 )
-SELECTED_KEYS = (
-    "id",
-    "section",
-    "source_uri",
-    "source_version",
-    "effective_from",
-    "expires_on",
-    "trust",
-    "required",
-    "estimated_tokens",
-    "content",
-)
+# A selected chunk: the record's first six fields (id to expires_on), then these.
+SELECTED_KEYS = (*FIELDS[:6], "trust", "required", "estimated_tokens", "content")
 
 
 class PackError(InputError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +44,15 @@ def version_metadata(item: dict[str, Any]) -> dict[str, Any]:
         "title": item.get("title"),
         "path": item.get("path"),
     }
+
+
+def build_for(
+    lg: Ledger, ids: Sequence[str], subject: str, budget: int | None, as_of: str | None
+) -> Pack:
+    """Record the pack of `subject` with `ids` as its ranked evidence, as of `as_of`
+    (default today)."""
+    day = as_of or datetime.date.today().isoformat()
+    return lg.build(day, subject, budget, candidates=ids)
 
 
 def admitted_chunks(lg: Ledger, pack: Pack) -> list[tuple[str, dict[str, Any]]]:

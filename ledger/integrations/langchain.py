@@ -14,7 +14,6 @@ Install with `pip install 'context-ledger[langchain]'` (langchain-core).
 from __future__ import annotations
 
 import asyncio
-import datetime
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -30,7 +29,7 @@ from pydantic import ConfigDict
 
 from ledger.api import Ledger
 from ledger.core.results import Pack
-from ledger.integrations._common import admitted_chunks, ranked_ids, version_metadata
+from ledger.integrations._common import admitted_chunks, build_for, ranked_ids, version_metadata
 
 
 class LedgerLoader(BaseLoader):
@@ -98,8 +97,7 @@ class LedgerRetriever(BaseRetriever):
         ids = ranked_ids([d.metadata for d in docs], "base retriever result")
         if not ids:
             return []
-        day = self.as_of or datetime.date.today().isoformat()
-        pack = self.lg.build(day, self.subject, self.budget, candidates=ids)
+        pack = build_for(self.lg, ids, self.subject, self.budget, self.as_of)
         return pack_documents(self.lg, pack)
 
     def _get_relevant_documents(

@@ -15,7 +15,6 @@ admitted chunks (every section, in output order) as `TextNode`s, with `pack` and
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -23,7 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import ConfigDict
 
 from ledger.api import Ledger
-from ledger.integrations._common import METADATA_ID, admitted_chunks, ranked_ids
+from ledger.integrations._common import METADATA_ID, admitted_chunks, build_for, ranked_ids
 
 
 class LedgerNodePostprocessor(BaseNodePostprocessor):
@@ -68,8 +67,7 @@ class LedgerNodePostprocessor(BaseNodePostprocessor):
         scores: dict[str, float | None] = {}
         for n in nodes:
             scores.setdefault(n.node.metadata[METADATA_ID], n.score)
-        day = self.as_of or datetime.date.today().isoformat()
-        pack = self.lg.build(day, self.subject, self.budget, candidates=ids)
+        pack = build_for(self.lg, ids, self.subject, self.budget, self.as_of)
         return [
             NodeWithScore(
                 node=TextNode(id_=meta["record_digest"], text=content, metadata=meta),

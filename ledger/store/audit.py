@@ -1134,22 +1134,17 @@ def _first_difference(
     from ledger.store.packs import decision_rows
 
     rows = decision_rows(conn, head.pack_no)
-    recorded = {r.record_digest: r for r in rows}
     now = {c.record_digest: c for c in candidates}
-    gone = sorted(set(recorded) - set(now))
-    if gone:
-        r = recorded[gone[0]]
-        return (
-            f"candidate {r.chunk_id}@{r.source_version} was recorded but is no longer in the "
-            f"ledger ({len(gone)} such)"
-        )
-    extra = sorted(set(now) - set(recorded))
-    if extra:
-        c = now[extra[0]]
-        return (
-            f"candidate {c.id}@{c.source_version} is in the ledger at the pack's mark but was "
-            f"not recorded ({len(extra)} such)"
-        )
+    # A version on one side only, recorded or rebuilt: named id@version by its digest.
+    recorded_names = {r.record_digest: f"{r.chunk_id}@{r.source_version}" for r in rows}
+    now_names = {d: f"{c.id}@{c.source_version}" for d, c in now.items()}
+    for these, others, happened in (
+        (recorded_names, now_names, "was recorded but is no longer in the ledger"),
+        (now_names, recorded_names, "is in the ledger at the pack's mark but was not recorded"),
+    ):
+        only = sorted(set(these) - set(others))
+        if only:
+            return f"candidate {these[only[0]]} {happened} ({len(only)} such)"
     if ind != head.input_digest:
         return (
             "the inputs (grants, policy, budget, counter or selector) differ from the recorded ones"

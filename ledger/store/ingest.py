@@ -18,7 +18,13 @@ from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, 
 from sqlalchemy.sql.elements import ColumnElement
 
 from ledger.core.errors import InputError, RefusedError
-from ledger.core.records import ChunkRecord, RecordError, check_dedupe_groups, record_digest
+from ledger.core.records import (
+    FIELDS,
+    ChunkRecord,
+    RecordError,
+    check_dedupe_groups,
+    record_digest,
+)
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import insert_tuples, write_transaction
 from ledger.store.fulltext import index_batch
@@ -49,20 +55,13 @@ class IngestSummary:
 
 
 # The columns ingest writes, in the order of `_row`'s tuples.
+# The record's fields from effective_from on (FIELDS[4:]) keep their names as columns.
 _ROW_COLUMNS = (
     "chunk_id",
     "source_version",
     "section",
     "source_uri",
-    "effective_from",
-    "expires_on",
-    "required_permission",
-    "trust",
-    "dedupe_key",
-    "estimated_tokens",
-    "priority",
-    "required",
-    "content",
+    *FIELDS[4:],
     "content_digest",
     "record_digest",
     "batch_seq",
