@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ledger.core.errors import InputError
@@ -209,13 +209,8 @@ class Ranked:
     score: float | None
 
     def to_json(self) -> dict[str, object]:
-        """`{"id", "source_version", "rank", "score"}`."""
-        return {
-            "id": self.id,
-            "source_version": self.source_version,
-            "rank": self.rank,
-            "score": self.score,
-        }
+        """`{"id", "source_version", "rank", "score"}`: its fields."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,13 @@ def _fail(
     return StrictJSONError(prefix + message, line=line, column=column)
 
 
+def _fail_at(data: str | bytes, offset: int, source: str | None, message: str) -> StrictJSONError:
+    """`_fail` at the line and column of `offset` in `data` (`message` may say
+    `{line}` and `{column}`)."""
+    line, column = position(data, offset)
+    return _fail(message.format(line=line, column=column), source, line, column)
+
+
 def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
@@ -172,13 +179,8 @@ def loads_strict(data: bytes | str, *, source: str | None = None) -> Any:
         try:
             raw = data.encode("utf-8")
         except UnicodeEncodeError as exc:
-            line, column = position(data, exc.start)
-            raise _fail(
-                f"lone surrogate in JSON text at line {line}, column {column}",
-                source,
-                line,
-                column,
-            ) from None
+            message = "lone surrogate in JSON text at line {line}, column {column}"
+            raise _fail_at(data, exc.start, source, message) from None
     elif isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
         if raw.startswith(_BOM):
@@ -188,13 +190,8 @@ def loads_strict(data: bytes | str, *, source: str | None = None) -> Any:
     try:
         text = raw.decode("utf-8") if not isinstance(data, str) else data
     except UnicodeDecodeError as exc:
-        line, column = position(raw, exc.start)
-        raise _fail(
-            f"invalid UTF-8 at byte {exc.start} (line {line}, column {column})",
-            source,
-            line,
-            column,
-        ) from None
+        message = f"invalid UTF-8 at byte {exc.start} (line {{line}}, column {{column}})"
+        raise _fail_at(raw, exc.start, source, message) from None
     if not text.strip():
         raise _fail("empty JSON text", source)
     # Nesting cannot be deeper than the number of openers: the common, cheap case.

@@ -32,7 +32,7 @@ from ledger.core.records import RecordError, check_dedupe_groups, identifier, is
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import write_transaction
 from ledger.store.fulltext import index_batch
-from ledger.store.ingest import ingest_payload_digest, record_from_row
+from ledger.store.ingest import SUMMARY_KEYS, ingest_payload_digest, record_from_row
 from ledger.store.schema import batches, document_files, retractions, versions
 
 _IN = 900  # ids per IN (...) list: under SQLite's default variable limit
@@ -55,10 +55,7 @@ class DocumentIngestSummary:
     def to_json(self) -> dict[str, Any]:
         """SPEC's keys: `batch` is null when the run stored nothing new."""
         return {
-            "batch": self.batch,
-            "read": self.read,
-            "new": self.new,
-            "unchanged": self.unchanged,
+            **{key: getattr(self, key) for key in SUMMARY_KEYS},
             "files": self.files,
             "retracted": self.retracted,
             "parsed": self.parsed_files,  # files read and chunked; the rest were unchanged

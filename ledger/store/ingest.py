@@ -46,12 +46,11 @@ class IngestSummary:
     notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, int]:
-        return {
-            "batch": self.batch,
-            "read": self.read,
-            "new": self.new,
-            "unchanged": self.unchanged,
-        }
+        return {key: getattr(self, key) for key in SUMMARY_KEYS}
+
+
+# SPEC's `ingest --json` keys, for records and documents alike.
+SUMMARY_KEYS = ("batch", "read", "new", "unchanged")
 
 
 # The columns ingest writes, in the order of `_row`'s tuples.
