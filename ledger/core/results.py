@@ -10,9 +10,9 @@ read the same thing.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 
 @dataclass(frozen=True)
@@ -56,45 +56,58 @@ def _fields(cls: type, item: Mapping[str, Any]) -> dict[str, Any]:
     return {f.name: item[f.name] for f in fields(cls)}
 
 
+_T = TypeVar("_T")
+
+
+class _Part(Generic[_T]):
+    """A typed, read-only part of a result's JSON: `convert(data[key])`."""
+
+    def __init__(self, key: str, convert: Callable[[Any], _T], doc: str | None = None) -> None:
+        self._key = key
+        self._convert = convert
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _Part[_T]: ...
+
+    @overload
+    def __get__(self, obj: JSONResult, owner: type | None = None) -> _T: ...
+
+    def __get__(self, obj: JSONResult | None, owner: type | None = None) -> _Part[_T] | _T:
+        if obj is None:
+            return self
+        return self._convert(obj.data[self._key])
+
+
+def _records(value: Any) -> tuple[Mapping[str, Any], ...]:
+    return tuple(value)
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 @dataclass(frozen=True)
 class Pack(JSONResult):
     """A recorded pack (`build --json`, `show PACK --json`)."""
 
-    @property
-    def number(self) -> int:
-        return int(self.data["pack"])
-
-    @property
-    def entry(self) -> int:
-        return int(self.data["entry"])
-
-    @property
-    def digest(self) -> str:
-        return str(self.data["pack_digest"])
-
-    @property
-    def input_digest(self) -> str:
-        return str(self.data["input_digest"])
-
-    @property
-    def as_of(self) -> str:
-        return str(self.data["as_of"])
-
-    @property
-    def subject(self) -> str:
-        return str(self.data["subject"])
-
-    @property
-    def budget(self) -> int:
-        return int(self.data["budget"])
-
-    @property
-    def used(self) -> int:
-        return int(self.data["used"])
-
-    @property
-    def remaining(self) -> int:
-        return int(self.data["remaining"])
+    number = _Part("pack", int)
+    entry = _Part("entry", int)
+    digest = _Part("pack_digest", str)
+    input_digest = _Part("input_digest", str)
+    as_of = _Part("as_of", str)
+    subject = _Part("subject", str)
+    budget = _Part("budget", int)
+    used = _Part("used", int)
+    remaining = _Part("remaining", int)
 
     @property
     def admitted(self) -> tuple[Admission, ...]:
@@ -109,55 +122,37 @@ class Pack(JSONResult):
 class PackList(JSONResult):
     """Every recorded pack, oldest first (`packs --json`)."""
 
-    @property
-    def packs(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(self.data["packs"])
+    packs = _Part("packs", _records)
 
 
 @dataclass(frozen=True)
 class ChunkList(JSONResult):
     """Stored chunk versions with their digests, never their bodies (`chunks --json`)."""
 
-    @property
-    def chunks(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(self.data["chunks"])
+    chunks = _Part("chunks", _records)
 
 
 @dataclass(frozen=True)
 class GrantChange(JSONResult):
     """A grant or revoke: its entry (None when nothing changed) and what changed."""
 
-    @property
-    def entry(self) -> int | None:
-        entry = self.data["entry"]
-        return None if entry is None else int(entry)
-
-    @property
-    def changed(self) -> tuple[str, ...]:
-        return tuple(self.data["changed"])
+    entry = _Part("entry", _int_or_none)
+    changed = _Part("changed", _strings)
 
 
 @dataclass(frozen=True)
 class SubjectGrants(JSONResult):
     """A subject's permissions now, and every change (`subject show --json`)."""
 
-    @property
-    def subject(self) -> str:
-        return str(self.data["subject"])
-
-    @property
-    def permissions(self) -> tuple[str, ...]:
-        return tuple(self.data["permissions"])
+    subject = _Part("subject", str)
+    permissions = _Part("permissions", _strings)
 
 
 @dataclass(frozen=True)
 class PolicyChange(JSONResult):
     """A policy change: its entry (None when nothing changed) and the policy after it."""
 
-    @property
-    def entry(self) -> int | None:
-        entry = self.data["entry"]
-        return None if entry is None else int(entry)
+    entry = _Part("entry", _int_or_none)
 
     @property
     def allowed_trust(self) -> tuple[str, ...]:
@@ -165,8 +160,7 @@ class PolicyChange(JSONResult):
 
     @property
     def budget(self) -> int | None:
-        budget = self.data["policy"]["budget"]
-        return None if budget is None else int(budget)
+        return _int_or_none(self.data["policy"]["budget"])
 
 
 @dataclass(frozen=True)
@@ -183,35 +177,23 @@ class PolicyState(JSONResult):
 class WhyEvicted(JSONResult):
     """Every pack that considered a chunk, newest first (`why-evicted --json`)."""
 
-    @property
-    def ref(self) -> str:
-        return str(self.data["ref"])
-
-    @property
-    def versions(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(self.data["versions"])
+    ref = _Part("ref", str)
+    versions = _Part("versions", _records)
 
 
 @dataclass(frozen=True)
 class Diff(JSONResult):
     """What changed between two packs, each change with its cause (`diff --json`)."""
 
-    @property
-    def changes(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(self.data["changes"])
+    changes = _Part("changes", _records)
 
 
 @dataclass(frozen=True)
 class BatchBuild(JSONResult):
     """The packs of a `build --batch` and the lines that failed (`build --batch --json`)."""
 
-    @property
-    def packs(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(self.data["packs"])
-
-    @property
-    def failed(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(self.data["failed"])
+    packs = _Part("packs", _records)
+    failed = _Part("failed", _records)
 
 
 @dataclass(frozen=True)
@@ -223,39 +205,16 @@ class Export(JSONResult):
 class HeadResult(JSONResult):
     """The newest entry as a checkpoint `SEQ:HASH` (`head --json`)."""
 
-    @property
-    def seq(self) -> int:
-        return int(self.data["seq"])
-
-    @property
-    def hash(self) -> str:
-        return str(self.data["hash"])
-
-    @property
-    def checkpoint(self) -> str:
-        return str(self.data["checkpoint"])
+    seq = _Part("seq", int)
+    hash = _Part("hash", str)
+    checkpoint = _Part("checkpoint", str)
 
 
 @dataclass(frozen=True)
 class InitResult(JSONResult):
     """What `init` did: the schema revision before (None: new) and after, and any backup."""
 
-    @property
-    def database(self) -> str | None:
-        """The SQLite file (None for a server database)."""
-        path = self.data["database"]
-        return None if path is None else str(path)
-
-    @property
-    def before(self) -> str | None:
-        before = self.data["before"]
-        return None if before is None else str(before)
-
-    @property
-    def after(self) -> str:
-        return str(self.data["after"])
-
-    @property
-    def backup(self) -> str | None:
-        backup = self.data["backup"]
-        return None if backup is None else str(backup)
+    database = _Part("database", _str_or_none, "The SQLite file (None for a server database).")
+    before = _Part("before", _str_or_none)
+    after = _Part("after", str)
+    backup = _Part("backup", _str_or_none)
