@@ -538,7 +538,7 @@ def split_section(section: Section, count: Counter, max_tokens: int) -> list[Pie
     A section that fits is one chunk. Otherwise blocks are grouped greedily in
     order; a fence over the limit stays whole as its own chunk; any other block
     over the limit is cut at line boundaries, and a single line over it at white
-    space.
+    space, each piece of that line a chunk of its own.
     """
     whole = render(section, section.blocks)
     total = count(whole)
@@ -562,13 +562,20 @@ def split_section(section: Section, count: Counter, max_tokens: int) -> list[Pie
         if block.fence:
             out.append(([block], render(section, [block]), own, True))
             continue
-        pieces: list[Block] = []
+        lines: list[Block] = []
         for line in _line_blocks(block, section):
-            if count(line.text) > max_tokens:
-                pieces.extend(_word_pieces(line, count, max_tokens))
-            else:
-                pieces.append(line)
-        out.extend(_pack(section, pieces, count, max_tokens))
+            if count(line.text) <= max_tokens:
+                lines.append(line)
+                continue
+            if lines:
+                out.extend(_pack(section, lines, count, max_tokens))
+                lines = []
+            # Each piece of a cut line is a chunk of its own: grouped with the next
+            # lines, its text would be joined, not the source's, and its `lines`
+            # would name text the file does not hold (found on the FastAPI docs).
+            for piece in _word_pieces(line, count, max_tokens):
+                out.append(([piece], piece.text, count(piece.text), False))
+        out.extend(_pack(section, lines, count, max_tokens))
     flush()
     return out
 

@@ -180,6 +180,18 @@ def test_a_section_over_the_limit_splits_on_paragraphs_and_keeps_a_small_fence_w
     ]
 
 
+def test_a_line_over_the_limit_inside_a_list_is_cut_into_pieces_of_that_line_alone() -> None:
+    # As in FastAPI's cors.md: one list item longer than the limit between short
+    # ones. Each piece of it is a chunk of its own, and the next items are their
+    # own source lines, not joined to the last piece.
+    items = ["* `a` - short.", "* `b` - " + "long words " * 120, "* `c` - short.", "* `d` - end."]
+    data = ("# List\n\n" + "\n".join(items) + "\n").encode()
+    out = chunks_of(data, max_tokens=60)  # check_markdown_chunks: lines point at the text
+    cut = [c for c in out if c.location == (4, 4)]
+    assert len(cut) > 1 and all(c.text in items[1] for c in cut)
+    assert any(c.text == "* `c` - short.\n* `d` - end." for c in out)
+
+
 def test_plain_text_splits_at_blank_lines() -> None:
     data = ("\n\n".join(f"Paragraph {i}. " + "text " * 50 for i in range(10)) + "\n").encode()
     out = chunks_of(data, "notes/a.txt", max_tokens=120)
