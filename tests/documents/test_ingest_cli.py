@@ -15,6 +15,7 @@ import pytest
 
 from tests import dbtools
 from tests.conftest import ledger_json, run_ledger
+from tests.documents.opengate import OpenGate
 from tests.documents.pdfmake import make_pdf
 
 RULES = """
@@ -434,3 +435,21 @@ def test_restoring_a_retracted_text_needs_a_new_version(kb: dict[str, Any]) -> N
     _refused(kb, ingest(kb), before, "kb-notes", "was retracted", "new --source-version")
     restored = json.loads(ingest(kb, "--json", "--source-version", "v2").stdout)
     assert restored["new"] == 1
+
+
+def test_a_file_that_vanishes_mid_run_is_named_and_the_database_is_unchanged(
+    kb: dict[str, Any],
+) -> None:
+    """Listed, then gone before it is read: the kernel holds the run's first file
+    open (fanotify) while the last file is removed, so the removal falls exactly
+    between the listing and the reading, through the CLI, with nothing mocked."""
+    assert ingest(kb).returncode == 0  # a ledger with history
+    root: Path = kb["root"]
+    victim = root / "zz-vanishing.md"  # sorted last: every other file is read before it
+    victim.write_text("# Soon gone\n\nText.\n", encoding="utf-8")
+    others = [p for p in sorted(root.rglob("*")) if p.is_file() and p != victim]
+    before = dbtools.snapshot(kb["db"])
+    with OpenGate(others, victim.unlink) as gate:
+        proc = ingest(kb)
+    assert gate.opens >= 1 and not victim.exists()
+    _refused(kb, proc, before, "zz-vanishing.md", "vanished during the run")
