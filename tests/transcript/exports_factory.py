@@ -10,6 +10,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .factory import FIXTURES
+
+# The real exports (fixtures/transcripts/SOURCES.md): every file of each folder.
+REAL_CLAUDE = sorted((FIXTURES / "claude-code").glob("*.jsonl"))
+REAL_CODEX = sorted((FIXTURES / "codex").glob("*.jsonl"))
+
 SESSION = "5e0c1a2b-0000-4000-8000-000000000001"
 
 

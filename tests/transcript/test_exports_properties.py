@@ -5,6 +5,7 @@ ever refuse with a `TranscriptError`, and whatever they accept is covered whole
 from __future__ import annotations
 
 import os
+import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +14,8 @@ from ledger.core.exports import read_export
 from ledger.core.transcript import TranscriptError
 
 from .exports_factory import (
+    REAL_CLAUDE,
+    REAL_CODEX,
     cc_prompt,
     cc_queue,
     cc_snapshot,
@@ -98,3 +101,25 @@ def test_generated_codex_rollouts_are_read_whole(picks: list[int]) -> None:
         check_whole(jsonl(*records), "codex")
     except TranscriptError as exc:
         assert "no message record" in str(exc)
+
+
+@PROPERTY
+@given(st.data())
+def test_mutated_real_exports_fail_only_with_a_named_line(data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(REAL_CLAUDE + REAL_CODEX))
+    fmt = "codex" if path in REAL_CODEX else "claude-code"
+    raw = bytearray(path.read_bytes()[:20000])
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    for _ in range(data.draw(st.integers(1, 8))):
+        at = rng.randrange(len(raw))
+        choice = rng.randrange(3)
+        if choice == 0:
+            raw[at] = rng.randrange(256)
+        elif choice == 1:
+            del raw[at : at + rng.randrange(1, 40)]
+        else:
+            raw[at:at] = rng.choice([b"\n", b"{", b'"', b"\xff", b"[]", b"null"])
+    try:
+        check_whole(bytes(raw), fmt)
+    except TranscriptError as exc:
+        assert " line " in str(exc) and exc.line >= 1
