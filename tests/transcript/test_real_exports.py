@@ -32,6 +32,7 @@ from .factory import FIXTURES
 from .test_exports import blocks, record_type
 
 CLAUDE = FIXTURES / "claude-code" / "codemie-incremental-simple-turn-1.jsonl"
+SUBAGENTS = FIXTURES / "claude-code" / "codemie-incremental-subagents-turn-1.jsonl"
 CODEX = FIXTURES / "codex" / "simonw-sample_codex_session.jsonl"
 
 
@@ -47,6 +48,18 @@ REAL: list[tuple[Path, str, str, str, list[tuple[list[int], list[str]]], dict[st
         "2026-01-15",
         [([3, 12], [])],
         {"file-history-snapshot": 1, "summary": 15, "system:stop_hook_summary": 1},
+    ),
+    (
+        # One prompt (3) and a long turn: a Task call to a subagent and its result
+        # (6, 7), five Bash calls with their results, thinking between them; the file
+        # ends on a sixth Bash call (25) that never got its result: cut off, so the
+        # exchange is kept whole and marked interrupted.
+        SUBAGENTS,
+        "claude-code",
+        "e9fb405b-169f-40eb-9396-7e75076f045d",
+        "2026-01-14",
+        [([3, 25], ["interrupted"])],
+        {"file-history-snapshot": 1, "summary": 1},
     ),
     (
         # AGENTS.md (2) and the environment context (3) are injected, the prompt (4)
