@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from ledger.tokens import text_counter
 from tests import dbtools
 from tests.conftest import ledger_json, run_ledger
+from tests.documents.helpers import check_markdown_chunks
 from tests.documents.opengate import OpenGate
 from tests.documents.pdfmake import make_pdf
 
@@ -453,3 +457,60 @@ def test_a_file_that_vanishes_mid_run_is_named_and_the_database_is_unchanged(
         proc = ingest(kb)
     assert gate.opens >= 1 and not victim.exists()
     _refused(kb, proc, before, "zz-vanishing.md", "vanished during the run")
+
+
+def _ten_mb_markdown() -> bytes:
+    """10 MB of sections with repeated headings, paragraphs of 5-120 words and a
+    300-line fence every 37 sections (over the limit: it must stay whole)."""
+    rnd = random.Random(15)
+    words = "ledger chunk token request response model schema router cookie body".split()
+    parts = ["# Big\n\n"]
+    size, n = 0, 0
+    while size < 10 * 1024 * 1024:
+        n += 1
+        block = [f"## Section {n % 50}", ""]
+        for _ in range(rnd.randint(1, 8)):
+            para = " ".join(rnd.choice(words) for _ in range(rnd.randint(5, 120)))
+            block += [para.capitalize() + ".", ""]
+        if n % 37 == 0:
+            block += ["```", "\n".join(f"x = {i}" for i in range(300)), "```", ""]
+        text = "\n".join(block) + "\n"
+        parts.append(text)
+        size += len(text.encode())
+    return "".join(parts).encode()
+
+
+def test_a_10_mb_file_is_stored_whole_within_the_limit(
+    tmp_path: Path, new_db: Callable[[str], str]
+) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    data = _ten_mb_markdown()
+    assert len(data) >= 10 * 1024 * 1024
+    (root / "big.md").write_bytes(data)
+    rules = tmp_path / "rules.toml"
+    rules.write_text(
+        RULES.replace("max_tokens = 200", "max_tokens = 500").split("[[rule]]")[0]
+        + '[[rule]]\nmatch = "**"\nsection = "evidence"\ntrust = "approved-source"\n'
+        + 'required_permission = "kb-read"\npriority = 50\n',
+        encoding="utf-8",
+    )
+    db = new_db("big")
+    summary = ledger_json("ingest", str(root), "--rules", str(rules), db=db)
+    rows = dbtools.query(
+        db, "SELECT content, loc_first, loc_last, estimated_tokens FROM chunk_versions ORDER BY vid"
+    )
+    assert summary["files"] == 1 and summary["new"] == len(rows) > 1000
+    stored = [
+        SimpleNamespace(
+            text=text,
+            location=(first, last),
+            tokens=tokens,
+            fence_only=text.startswith("```") and text.endswith("```") and text.count("```") == 2,
+        )
+        for text, first, last, tokens in rows
+    ]
+    # Lines point at the text, every non-blank line is stored, counts are the
+    # counter's, nothing over the limit but whole fences (and there are some).
+    check_markdown_chunks(data, stored, text_counter("cl100k_base"), 500, where="big.md")
+    assert any(c.fence_only and c.tokens > 500 for c in stored)
