@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
+from ledger.core.errors import InputError
 from ledger_cli.common import echo_json, json_option, pass_ledger
 
 if TYPE_CHECKING:
@@ -101,19 +102,45 @@ def policy_group() -> None:
     help="A trust label to allow; repeat for several. Replaces the allowed set.",
 )
 @click.option("--budget", type=int, help="Default token budget of builds.")
+@click.option(
+    "--retain-bodies",
+    "retain_bodies",
+    metavar="DAYS|off",
+    help="Keep a body DAYS days after its version ends; `ledger erase --retention` "
+    "erases the older ones. `off` removes the retention.",
+)
 @pass_ledger
-def policy_set_command(lg: Ledger, allow_trust: tuple[str, ...], budget: int | None) -> None:
+def policy_set_command(
+    lg: Ledger, allow_trust: tuple[str, ...], budget: int | None, retain_bodies: str | None
+) -> None:
     """Record a new policy (one ledger entry). A part not given keeps its current value.
 
     \b
     ledger policy set --allow-trust application-policy --allow-trust confirmed-state --budget 170
     ledger policy set --budget 200
+    ledger policy set --retain-bodies 90
     """
-    if not allow_trust and budget is None:
-        raise click.UsageError("give --allow-trust LABEL (repeatable) and/or --budget N")
-    change = lg.set_policy(list(allow_trust) if allow_trust else None, budget)
+    if not allow_trust and budget is None and retain_bodies is None:
+        raise click.UsageError(
+            "give --allow-trust LABEL (repeatable), --budget N and/or --retain-bodies DAYS"
+        )
+    retain: int | Literal["off"] | None = None
+    if retain_bodies is not None:
+        if retain_bodies.strip().lower() == "off":
+            retain = "off"
+        elif retain_bodies.strip().isascii() and retain_bodies.strip().isdigit():
+            retain = int(retain_bodies.strip())
+        else:
+            raise InputError(
+                f"--retain-bodies: {retain_bodies!r} is not a number of days; give DAYS "
+                "(0 to 36600) or off"
+            )
+    change = lg.set_policy(list(allow_trust) if allow_trust else None, budget, retain_bodies=retain)
     shown = change.budget if change.budget is not None else "not set"
     desc = f"allowed trust {', '.join(change.allowed_trust)}; budget {shown}"
+    kept = change.data["policy"].get("retain_bodies")
+    if kept is not None:
+        desc += f"; bodies kept {kept} days after their versions end"
     if change.entry is None:
         click.echo(f"policy unchanged ({desc}); nothing recorded", err=True)
     else:
@@ -139,7 +166,11 @@ def policy_show_command(lg: Ledger, as_json: bool) -> None:
         return
     click.echo(f"allowed trust: {', '.join(current['allowed_trust'])}")
     click.echo(f"budget: {current['budget'] if current['budget'] is not None else 'not set'}")
+    if current.get("retain_bodies") is not None:
+        click.echo(f"retain bodies: {current['retain_bodies']} days after a version ends")
     for h in state.data["history"]:
+        retain = f"; retain {h['retain_bodies']} days" if "retain_bodies" in h else ""
         click.echo(
             f"  entry {h['entry']}: allow {', '.join(h['allowed_trust'])}; budget {h['budget']}"
+            f"{retain}"
         )

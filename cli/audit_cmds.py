@@ -203,5 +203,11 @@ def replay_command(lg: Ledger, pack: str, as_json: bool) -> None:
         click.echo(f"pack {result.pack} reproduces exactly: {result.replayed}")
     else:
         click.echo(f"pack {result.pack} does NOT reproduce: {result.difference}")
+    if result.not_recounted:
+        click.echo(
+            f"note: {len(result.not_recounted)} candidates have erased bodies and could not be "
+            "recounted; their recorded token counts were used",
+            err=True,
+        )
     if not result.identical:
         sys.exit(4)

@@ -54,6 +54,8 @@ COMMANDS: dict[str, str] = {
     "checkpoint": "ledger_cli.proof_cmds:checkpoint_group",
     "prove": "ledger_cli.proof_cmds:prove_command",
     "proof": "ledger_cli.proof_cmds:proof_group",
+    # Erasure and retention (issue 19)
+    "erase": "ledger_cli.erase_cmd:erase_command",
 }
 
 

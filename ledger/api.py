@@ -30,6 +30,7 @@ from ledger.core.results import (
     BatchBuild,
     ChunkList,
     Diff,
+    EraseResult,
     Export,
     GrantChange,
     HeadResult,
@@ -224,6 +225,39 @@ class Ledger:
         retract`). An unknown id raises `NotFoundError` (exit 3), nothing written."""
         return retract(self._engine, list(ids), from_date, reason)
 
+    # Erasure (issue 19) ---------------------------------------------------------
+
+    def erase(
+        self,
+        refs: Sequence[str] = (),
+        *,
+        reason: str,
+        ended_before: str | None = None,
+        retention: bool = False,
+        today: str | None = None,
+    ) -> EraseResult:
+        """Erase bodies, keep the audit (`ledger erase`): the versions REFs name (ids,
+        digests, 8+ hex prefixes), or every version that ended for good by
+        `ended_before`, or by today (`today`, default the date now) minus the
+        policy's retention (`retention=True`). One `erase` entry; digests, metadata
+        and decisions stay, so verify and replay still pass. Idempotent: bodies
+        erased before are listed under `already_erased`, and nothing new to erase
+        writes no entry (`entry` None). Cannot be undone."""
+        from ledger.store.erase import erase
+
+        if isinstance(refs, str):
+            refs = [refs]
+        return EraseResult(
+            erase(
+                self._engine,
+                list(refs),
+                reason=reason,
+                ended_before=ended_before,
+                retention=retention,
+                today=today,
+            )
+        )
+
     def chunks(self, chunk_id: str | None = None) -> ChunkList:
         """Stored chunk versions with their digests, never their bodies (`ledger chunks`)."""
         with self._read() as conn:
@@ -267,22 +301,35 @@ class Ledger:
         return SubjectGrants({"subject": subject, "permissions": held, "history": history})
 
     def set_policy(
-        self, allow_trust: Sequence[str] | None = None, budget: int | None = None
+        self,
+        allow_trust: Sequence[str] | None = None,
+        budget: int | None = None,
+        *,
+        retain_bodies: int | Literal["off"] | None = None,
     ) -> PolicyChange:
-        """Record a new policy; a part not given keeps its current value."""
-        if allow_trust is None and budget is None:
-            raise InputError("give allowed trust labels and/or a budget")
+        """Record a new policy; a part not given keeps its current value.
+
+        `retain_bodies` (days): the retention `erase(retention=True)` applies;
+        "off" removes it."""
+        if allow_trust is None and budget is None and retain_bodies is None:
+            raise InputError("give allowed trust labels, a budget and/or --retain-bodies")
+        retain: Any = access.KEEP
+        if retain_bodies == "off":
+            retain = None
+        elif retain_bodies is not None:
+            retain = access.check_retain_days(retain_bodies)
         seq, policy = access.set_policy(
-            self._engine, list(allow_trust) if allow_trust is not None else None, budget
+            self._engine, list(allow_trust) if allow_trust is not None else None, budget, retain
         )
-        return PolicyChange({"entry": seq, "policy": policy.to_json()})
+        return PolicyChange({"entry": seq, "policy": policy.record_json()})
 
     def policy(self) -> PolicyState:
         """The policy in force (None if never set) and every change (`ledger policy show`)."""
         with self._read() as conn:
             current = access.policy_at(conn)
             history = access.policy_history(conn)
-        return PolicyState({"policy": current.to_json() if current else None, "history": history})
+        policy = current.record_json() if current else None
+        return PolicyState({"policy": policy, "history": history})
 
     # -- build --------------------------------------------------------------
 

@@ -218,3 +218,16 @@ class InitResult(JSONResult):
     before = _Part("before", _str_or_none)
     after = _Part("after", str)
     backup = _Part("backup", _str_or_none)
+
+
+@dataclass(frozen=True)
+class EraseResult(JSONResult):
+    """`ledger erase --json`: the `erase` entry (None when nothing new was erased),
+    the reason, the date an `--ended-before`/`--retention` run used, the versions
+    erased now and those erased before (with their entry and reason)."""
+
+    entry = _Part("entry", _int_or_none)
+    reason = _Part("reason", str)
+    ended_before = _Part("ended_before", _str_or_none)
+    erased = _Part("erased", _records)
+    already_erased = _Part("already_erased", _records)

@@ -32,9 +32,21 @@ class Policy:
 
     allowed_trust: tuple[str, ...]
     budget: int | None
+    # Erasure's retention (days a body is kept after its version ends), or None.
+    # Not a selection input: packs snapshot `to_json()`, which leaves it out.
+    retain_bodies: int | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """What selection uses: the snapshot a pack records (its input digest)."""
         return {"allowed_trust": list(self.allowed_trust), "budget": self.budget}
+
+    def record_json(self) -> dict[str, Any]:
+        """The policy as its entry records it: `to_json()`, and `retain_bodies` when
+        set (only then, so the entries of policies without one keep their digests)."""
+        data = self.to_json()
+        if self.retain_bodies is not None:
+            data["retain_bodies"] = self.retain_bodies
+        return data
 
 
 def check_subject(subject: str) -> str:
@@ -144,34 +156,61 @@ def _trust_list(text: str, entry_seq: int) -> list[str]:
 
 def policy_at(conn: Connection, mark: int | None = None) -> Policy | None:
     """The policy in force at ledger time `mark` (default: now), or None if never set."""
-    query = select(policies.c.entry_seq, policies.c.allowed_trust, policies.c.budget)
+    query = select(
+        policies.c.entry_seq,
+        policies.c.allowed_trust,
+        policies.c.budget,
+        policies.c.retain_bodies,
+    )
     if mark is not None:
         query = query.where(policies.c.entry_seq <= mark)
     row = conn.execute(query.order_by(policies.c.entry_seq.desc()).limit(1)).first()
     if row is None:
         return None
-    return Policy(tuple(_trust_list(row.allowed_trust, row.entry_seq)), row.budget)
+    trust = tuple(_trust_list(row.allowed_trust, row.entry_seq))
+    return Policy(trust, row.budget, row.retain_bodies)
 
 
 def policy_history(conn: Connection) -> list[dict[str, Any]]:
     return [
         {
             "entry": r.entry_seq,
-            "allowed_trust": _trust_list(r.allowed_trust, r.entry_seq),
-            "budget": r.budget,
+            **Policy(
+                tuple(_trust_list(r.allowed_trust, r.entry_seq)), r.budget, r.retain_bodies
+            ).record_json(),
         }
         for r in conn.execute(select(policies).order_by(policies.c.entry_seq))
     ]
 
 
 def policy_payload(policy: Policy) -> str:
-    return digest_value({"kind": "policy", **policy.to_json()})
+    return digest_value({"kind": "policy", **policy.record_json()})
+
+
+MAX_RETAIN_DAYS = 36_600  # a hundred years
+
+
+def check_retain_days(days: int) -> int:
+    """`--retain-bodies DAYS`: a whole number of days, 0 to 36,600."""
+    if isinstance(days, bool) or not isinstance(days, int) or not 0 <= days <= MAX_RETAIN_DAYS:
+        raise InputError(
+            f"--retain-bodies: must be a number of days between 0 and {MAX_RETAIN_DAYS} "
+            f"(or 'off' to remove the retention), got {days!r}"
+        )
+    return days
+
+
+KEEP = object()  # `set_policy(retain_bodies=KEEP)`: the retention stays as it is
 
 
 def set_policy(
-    engine: Engine, allow_trust: list[str] | None, budget: int | None
+    engine: Engine,
+    allow_trust: list[str] | None,
+    budget: int | None,
+    retain_bodies: Any = KEEP,
 ) -> tuple[int | None, Policy]:
-    """Record a new policy. Parts not given keep their current values."""
+    """Record a new policy. Parts not given keep their current values;
+    `retain_bodies` None removes the retention, KEEP keeps it."""
     if allow_trust is not None:
         for label in allow_trust:
             if label not in TRUST_LABELS:
@@ -181,6 +220,8 @@ def set_policy(
                 )
     if budget is not None:
         check_budget(budget)
+    if retain_bodies is not KEEP and retain_bodies is not None:
+        check_retain_days(retain_bodies)
     with write_transaction(engine) as conn:
         current = policy_at(conn)
         if allow_trust is not None:
@@ -189,7 +230,14 @@ def set_policy(
             raise InputError("no policy yet: the first `policy set` needs --allow-trust")
         else:
             trust = current.allowed_trust
-        new = Policy(trust, budget if budget is not None else (current.budget if current else None))
+        retain = (
+            (current.retain_bodies if current else None) if retain_bodies is KEEP else retain_bodies
+        )
+        new = Policy(
+            trust,
+            budget if budget is not None else (current.budget if current else None),
+            retain,
+        )
         if new == current:
             return None, new
         seq = reserve_entry(conn, "policy")
@@ -198,6 +246,7 @@ def set_policy(
                 entry_seq=seq,
                 allowed_trust=canonical_json(list(new.allowed_trust)),
                 budget=new.budget,
+                retain_bodies=new.retain_bodies,
             )
         )
         seal_entry(conn, seq, policy_payload(new))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
@@ -49,6 +49,7 @@ from ledger.store.schema import (
     batches,
     decisions,
     entries,
+    erasures,
     grants,
     packs,
     policies,
@@ -715,7 +716,7 @@ def verify(
             labels = json.loads(p.allowed_trust)
             if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
                 raise ValueError
-            pol = Policy(tuple(labels), p.budget)
+            pol = Policy(tuple(labels), p.budget, p.retain_bodies)
         except (TypeError, ValueError):
             problems.add(
                 p.entry_seq,
@@ -723,7 +724,11 @@ def verify(
                 f"policy of entry {p.entry_seq}: allowed trust is not a JSON list",
             )
             continue
-        if canonical_json(labels) != p.allowed_trust or not _int_or_none(p.budget):
+        if (
+            canonical_json(labels) != p.allowed_trust
+            or not _int_or_none(p.budget)
+            or not _int_or_none(p.retain_bodies)
+        ):
             # The payload digest covers the parsed values; what is stored (and shown)
             # must be exactly their canonical form.
             problems.add(
@@ -765,8 +770,18 @@ def verify(
             retract_payload(ids, days.pop(), reasons.pop()),
             f"retraction of entry {seq}",
         )
+    # Erasures: the versions of each erase entry, their metadata digests and reason.
+    from ledger.core.erasure import erase_payload
+    from ledger.store.erase import erase_entries
+
+    erased = {s: v for s, v in erase_entries(conn).items() if s > after}
+    for seq, (items, reasons) in erased.items():
+        if len(reasons) != 1:
+            problems.add(seq, kinds.get(seq, "?"), "erasure rows of one entry disagree on reason")
+            continue
+        check_payload(seq, "erase", erase_payload(items, reasons.pop()), f"erasure of entry {seq}")
     # Every entry must have its records (an entry whose rows were deleted).
-    recorded = set(by_entry) | set(retracted)
+    recorded = set(by_entry) | set(retracted) | set(erased)
     recorded |= set(conn.scalars(select(batches.c.seq).where(batches.c.seq > after)))
     recorded |= set(conn.scalars(select(policies.c.entry_seq).where(policies.c.entry_seq > after)))
     recorded |= set(conn.scalars(select(packs.c.entry_seq).where(packs.c.entry_seq > after)))
@@ -817,6 +832,7 @@ _KIND_GROUP = {
     "pack": {"pack"},
 }
 _KIND_GROUP["retract"] = {"retract"}
+_KIND_GROUP["erase"] = {"erase"}
 
 
 def _retract_entries(conn: Connection) -> dict[int, tuple[list[str], set[str], set[str | None]]]:
@@ -911,8 +927,15 @@ def _bad_rows(conn: Connection, condition: Any, only: set[int] | None = None) ->
         ]
     else:
         extra = [versions.c.content.label("raw"), literal("text").label("content_type")]
+    # An erased body (NULL) is accepted where an erase entry names the version;
+    # its metadata is then checked against the erasure's metadata digest.
+    extra += [
+        erasures.c.metadata_digest.label("erased_meta"),
+        erasures.c.entry_seq.label("erased_by"),
+    ]
     result = conn.execute(
         select(*cols, *extra)
+        .select_from(versions.outerjoin(erasures, erasures.c.vid == versions.c.vid))
         .where(condition)
         .order_by(versions.c.vid)
         .execution_options(yield_per=5000)
@@ -935,6 +958,17 @@ def _bad_in(result: Any, only: set[int] | None) -> Iterator[str]:
             or (row.required not in (0, 1) or type(row.required) not in (int, bool))
         ):
             yield f"{name}: a stored field has the wrong type"
+            continue
+        if row.raw is None and row.erased_by is not None:
+            why = _bad_erased(row, name)
+            if why is not None:
+                yield why
+            continue
+        if row.raw is None:
+            yield f"{name}: its body is missing and no erase entry names it"
+            continue
+        if row.erased_by is not None:
+            yield f"{name}: erased by entry {row.erased_by}, yet a body is stored again"
             continue
         if row.content_type != "text":
             yield f"{name}: its content is stored as {row.content_type}, not text"
@@ -959,6 +993,19 @@ def _bad_in(result: Any, only: set[int] | None) -> Iterator[str]:
             continue
         if digest != row.record_digest:
             yield f"{name}: fields do not match the record digest"
+
+
+def _bad_erased(row: Any, name: str) -> str | None:
+    """An erased version: its fields against the metadata digest its erasure kept."""
+    from ledger.core.erasure import metadata_digest
+
+    try:
+        rec = record_from_row(_WithContent(row, "")).to_json()
+    except Exception as exc:  # a tampered row may not even be a valid record
+        return f"{name}: stored fields are not a valid record ({type(exc).__name__})"
+    if metadata_digest(rec, row.content_digest) != row.erased_meta:
+        return f"{name}: fields do not match the metadata digest its erasure recorded"
+    return None
 
 
 class _WithContent:
@@ -1053,15 +1100,25 @@ class ReplayResult:
     recorded: str
     replayed: str
     difference: str | None
+    # Candidates whose bodies were erased, so that the pack's counter could not
+    # recount them: their recorded counts were used (only a real counter's pack).
+    not_recounted: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "pack": self.pack,
             "identical": self.identical,
             "recorded_pack_digest": self.recorded,
             "replayed_pack_digest": self.replayed,
             "first_difference": self.difference,
         }
+        if self.not_recounted:
+            out["not_recounted"] = {
+                "count": len(self.not_recounted),
+                "versions": self.not_recounted,
+                "why": "their bodies were erased; the pack's recorded token counts were used",
+            }
+        return out
 
 
 def replay(conn: Connection, pack_no: int) -> ReplayResult:
@@ -1093,9 +1150,11 @@ def replay(conn: Connection, pack_no: int) -> ReplayResult:
     )
     if tampered is not None:
         return ReplayResult(pack_no, False, head.pack_digest, "", f"candidate {tampered}")
+    not_recounted: list[str] = []
     if inputs.counter != ESTIMATED:
         # Recount rather than trust the cache: replay must not inherit a bad count.
-        candidates = _recount(conn, candidates, vid_of, inputs.counter)
+        # An erased body cannot be recounted: its count is the pack's recorded one.
+        candidates, not_recounted = _recount(conn, candidates, vid_of, inputs.counter, pack_no)
     try:
         ctx = decide(inputs, candidates)
     except LedgerError as exc:  # a required chunk now failing: a difference, not a crash
@@ -1104,12 +1163,16 @@ def replay(conn: Connection, pack_no: int) -> ReplayResult:
     difference = _first_difference(conn, head, ind, candidates, ctx)
     if difference is None and pd != head.pack_digest:
         difference = "the recorded pack digest does not match the rebuild's"
-    return ReplayResult(pack_no, difference is None, head.pack_digest, pd, difference)
+    return ReplayResult(
+        pack_no, difference is None, head.pack_digest, pd, difference, not_recounted
+    )
 
 
 def _recount(
-    conn: Connection, candidates: list[Any], vid_of: dict[str, int], counter: str
-) -> list[Any]:
+    conn: Connection, candidates: list[Any], vid_of: dict[str, int], counter: str, pack_no: int
+) -> tuple[list[Any], list[str]]:
+    """The candidates recounted from their bodies; an erased body keeps the count
+    the pack recorded for it (returned by name: replay says it could not recount)."""
     from dataclasses import replace
 
     from ledger.tokens import text_counter
@@ -1123,7 +1186,22 @@ def _recount(
             )
         )
     }
-    return [replace(c, tokens=count(content[vid_of[c.record_digest]])) for c in candidates]
+    recorded = {
+        vid: tokens
+        for vid, tokens in conn.execute(
+            select(decisions.c.vid, decisions.c.tokens).where(decisions.c.pack_no == pack_no)
+        )
+    }
+    out, kept = [], []
+    for c in candidates:
+        vid = vid_of[c.record_digest]
+        body = content[vid]
+        if body is None and vid in recorded:
+            out.append(replace(c, tokens=recorded[vid]))
+            kept.append(f"{c.id}@{c.source_version}")
+        else:
+            out.append(replace(c, tokens=count(body)))
+    return out, sorted(kept)
 
 
 def _first_difference(

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine, func, insert, select
 from ledger.core.canonical import canonical_json, digest_presorted, digest_trusted
 from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
 from ledger.core.context import Context
-from ledger.core.errors import InputError, IntegrityError
+from ledger.core.errors import InputError, IntegrityError, RefusedError
 from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, check_date
 from ledger.core.select import (
@@ -362,8 +362,18 @@ def count_tokens(conn: Connection, vids: Sequence[int], counter: str) -> dict[in
         for start in range(0, len(missing), 5000):
             part = missing[start : start + 5000]
             for r in conn.execute(
-                select(versions.c.vid, versions.c.content).where(versions.c.vid.in_(part))
+                select(
+                    versions.c.vid,
+                    versions.c.content,
+                    versions.c.chunk_id,
+                    versions.c.source_version,
+                ).where(versions.c.vid.in_(part))
             ):
+                if r.content is None:  # erased before this counter's count was cached
+                    raise RefusedError(
+                        f"chunk {r.chunk_id}@{r.source_version}: its body was erased and its "
+                        f"{counter} count was not cached; build with --counter estimated_tokens"
+                    )
                 n = count(r.content)
                 cached[r.vid] = n
                 new_rows.append({"vid": r.vid, "counter": counter, "tokens": n})

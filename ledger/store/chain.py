@@ -16,7 +16,7 @@ from ledger.core.chain import GENESIS, entry_hash  # the formulas, pure (proofs 
 from ledger.store.schema import entries
 from ledger.store.tree import append_entry
 
-KINDS = ("ingest", "grant", "revoke", "policy", "pack", "retract")
+KINDS = ("ingest", "grant", "revoke", "policy", "pack", "retract", "erase")
 
 
 @dataclass(frozen=True, slots=True)

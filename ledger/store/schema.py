@@ -79,7 +79,8 @@ versions = Table(
     Column("estimated_tokens", Integer, nullable=False),
     Column("priority", Integer, nullable=False),
     Column("required", Boolean, nullable=False),
-    Column("content", Text, nullable=False),
+    # NULL once erased (revision 0009, the `erasures` table names the entry).
+    Column("content", Text),
     Column("content_digest", DIGEST, nullable=False, index=True),
     Column("record_digest", DIGEST, nullable=False, unique=True),
     Column("batch_seq", Integer, ForeignKey("batches.seq"), nullable=False, index=True),
@@ -120,6 +121,9 @@ policies = Table(
     Column("entry_seq", Integer, ForeignKey("entries.seq"), primary_key=True),
     Column("allowed_trust", Text, nullable=False),  # canonical JSON list, sorted
     Column("budget", Integer),
+    # Days after a version ends that its body is kept (revision 0009; NULL: no
+    # retention). `ledger erase --retention` applies it.
+    Column("retain_bodies", Integer),
 )
 
 # One build: its request, snapshots, figures and digests.
@@ -191,6 +195,18 @@ document_files = Table(
     Column("file_digest", DIGEST, nullable=False),
     Column("meta_digest", DIGEST, nullable=False),
     Column("chunk_ids", Text, nullable=False),
+)
+
+# One erased body (revision 0009): the version, the `erase` entry that removed its
+# content, the reason, and the digest of its record without the body (so its
+# metadata stays checkable). A version is erased once, so `vid` is the key.
+erasures = Table(
+    "erasures",
+    metadata,
+    Column("vid", Integer, ForeignKey("chunk_versions.vid"), primary_key=True, autoincrement=False),
+    Column("entry_seq", Integer, ForeignKey("entries.seq"), nullable=False, index=True),
+    Column("reason", Text, nullable=False),
+    Column("metadata_digest", DIGEST, nullable=False),
 )
 
 # --- Proofs and checkpoints (migration 0008) -------------------------------

@@ -1,0 +1,299 @@
+"""`ledger erase`: remove bodies, keep the audit (SPEC "Erasure").
+
+One write transaction per command: the `erase` entry, one `erasures` row per
+erased version, the body set to NULL, its full-text entry removed (the title,
+which is metadata, is indexed again alone), and, on SQLite, the index merged so
+that no segment keeps the body's words. SQLite overwrites the freed bytes
+(`secure_delete` for the transaction) and a `wal_checkpoint(TRUNCATE)` after the
+commit moves the rewritten pages into the file and empties the WAL; PostgreSQL
+vacuums the tables after the commit. A SIGKILL before the commit leaves nothing
+of the erase; after it, everything.
+
+Token counts under every counter are cached before a body goes, so builds and
+replays with `--counter` still cost an erased version; replay says where it used
+the recorded count instead of a recount.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Engine, func, select, update
+
+from ledger.core.erasure import (
+    VersionSpan,
+    check_reason,
+    ended_versions,
+    erase_payload,
+    metadata_digest,
+)
+from ledger.core.errors import InputError, IntegrityError, RefusedError
+from ledger.core.reasons import check_date
+from ledger.store.chain import reserve_entry, seal_entry
+from ledger.store.engine import insert_tuples, write_transaction
+from ledger.store.schema import erasures, retractions, versions
+
+_IN = 500  # ids per IN (...) list
+COUNTERS = ("utf8-bytes", "cl100k_base", "o200k_base")  # besides estimated_tokens
+
+
+def erased_info(conn: Connection, vids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """`{"entry", "reason"}` of the erased versions among `vids` (what `show`,
+    `export --with-content`, reports and `why` print instead of a body)."""
+    out: dict[int, dict[str, Any]] = {}
+    unique = sorted(set(vids))
+    for start in range(0, len(unique), _IN):
+        part = unique[start : start + _IN]
+        q = select(erasures.c.vid, erasures.c.entry_seq, erasures.c.reason).where(
+            erasures.c.vid.in_(part)
+        )
+        for vid, seq, reason in conn.execute(q):
+            out[int(vid)] = {"entry": int(seq), "reason": reason}
+    return out
+
+
+def erased_by_digest(conn: Connection, record_digests: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """As `erased_info`, keyed by record digest."""
+    out: dict[str, dict[str, Any]] = {}
+    unique = sorted(set(record_digests))
+    for start in range(0, len(unique), _IN):
+        part = unique[start : start + _IN]
+        q = (
+            select(versions.c.record_digest, erasures.c.entry_seq, erasures.c.reason)
+            .select_from(erasures.join(versions, versions.c.vid == erasures.c.vid))
+            .where(versions.c.record_digest.in_(part))
+        )
+        for rd, seq, reason in conn.execute(q):
+            out[str(rd)] = {"entry": int(seq), "reason": reason}
+    return out
+
+
+def erase_entries(conn: Connection) -> dict[int, tuple[list[tuple[str, str]], set[str]]]:
+    """Per erase entry: its (record digest, metadata digest) pairs and reasons."""
+    out: dict[int, tuple[list[tuple[str, str]], set[str]]] = {}
+    q = (
+        select(
+            erasures.c.entry_seq,
+            versions.c.record_digest,
+            erasures.c.metadata_digest,
+            erasures.c.reason,
+        )
+        .select_from(erasures.outerjoin(versions, versions.c.vid == erasures.c.vid))
+        .order_by(erasures.c.entry_seq, erasures.c.vid)
+    )
+    for seq, rd, md, reason in conn.execute(q):
+        items, reasons = out.setdefault(int(seq), ([], set()))
+        items.append((str(rd), str(md)))
+        reasons.add(reason)
+    return out
+
+
+def _ended(conn: Connection, date: str) -> list[int]:
+    c = versions.c
+    spans = [
+        VersionSpan(int(vid), cid, eff, exp, int(seq), rd)
+        for vid, cid, eff, exp, seq, rd in conn.execute(
+            select(c.vid, c.chunk_id, c.effective_from, c.expires_on, c.batch_seq, c.record_digest)
+        )
+    ]
+    marks: dict[str, list[tuple[int, str]]] = {}
+    r = retractions.c
+    for cid, seq, day in conn.execute(select(r.chunk_id, r.entry_seq, r.from_date)):
+        marks.setdefault(cid, []).append((int(seq), day))
+    return ended_versions(spans, marks, date)
+
+
+def _targets(
+    conn: Connection, refs: Sequence[str], ended_before: str | None, retention: bool, today: str
+) -> tuple[list[int], str | None]:
+    """The versions an erase names, and the --ended-before date it used."""
+    from ledger.store.access import policy_at
+    from ledger.store.audit import resolve_ref
+
+    if refs:
+        vids: set[int] = set()
+        for ref in refs:
+            vids.update(int(r.vid) for r in resolve_ref(conn, ref))
+        return sorted(vids), None
+    if retention:
+        policy = policy_at(conn)
+        if policy is None or policy.retain_bodies is None:
+            raise RefusedError(
+                "the policy has no retention; set one with `ledger policy set --retain-bodies "
+                "DAYS`, or name the date with --ended-before DATE"
+            )
+        day = datetime.date.fromisoformat(today) - datetime.timedelta(days=policy.retain_bodies)
+        ended_before = day.isoformat()
+    assert ended_before is not None
+    return _ended(conn, ended_before), ended_before
+
+
+def _check_bodies(conn: Connection, vids: list[int]) -> None:
+    """Refuse to erase a body that does not match its digests: erasing it would
+    hide the tampering that verify would otherwise report."""
+    from ledger.store.audit import _bad_rows
+
+    for start in range(0, len(vids), _IN):
+        bad = next(_bad_rows(conn, versions.c.vid.in_(vids[start : start + _IN])), None)
+        if bad is not None:
+            raise IntegrityError(
+                f"{bad}; nothing erased: the database was altered, run `ledger verify`"
+            )
+
+
+def _cache_counts(conn: Connection, vids: list[int]) -> None:
+    from ledger.store.build import count_tokens
+    from ledger.tokens import counter_id
+
+    for name in COUNTERS:
+        count_tokens(conn, vids, counter_id(name))
+
+
+def erase(
+    engine: Engine,
+    refs: Sequence[str] = (),
+    *,
+    reason: str | None,
+    ended_before: str | None = None,
+    retention: bool = False,
+    today: str | None = None,
+) -> dict[str, Any]:
+    """Erase the bodies named by REFs, or of every version ended by a date (or by
+    the policy's retention); `erase --json`. Idempotent: bodies erased before are
+    listed under `already_erased`, and a run that erases nothing new writes no
+    entry (`"entry": null`)."""
+    given = sum((bool(refs), ended_before is not None, retention))
+    if given != 1:
+        raise InputError(
+            "name what to erase one way: REF..., --ended-before DATE or --retention"
+            if given
+            else "nothing to erase: give REF..., --ended-before DATE or --retention"
+        )
+    try:
+        why = check_reason(reason)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if ended_before is not None:
+        ended_before = check_date(ended_before, "--ended-before")
+    day = today or datetime.date.today().isoformat()
+    sqlite = engine.dialect.name == "sqlite"
+    with write_transaction(engine) as conn:
+        if sqlite:
+            before = conn.exec_driver_sql("PRAGMA secure_delete").scalar_one()
+            conn.exec_driver_sql("PRAGMA secure_delete = ON")
+        vids, date = _targets(conn, list(refs), ended_before, retention, day)
+        done = erased_info(conn, vids)
+        new = [v for v in vids if v not in done]
+        seq = _erase(conn, new, why) if new else None
+        listed = _listing(conn, vids)
+        if sqlite:
+            conn.exec_driver_sql(f"PRAGMA secure_delete = {int(before)}")
+    checkpoint = _scrub(engine)  # also finishes what an earlier erase could not
+    return {
+        "entry": seq,
+        "reason": why,
+        "ended_before": date,
+        "erased": [listed[v] for v in new],
+        "already_erased": [{**listed[v], "erased": done[v]} for v in vids if v in done],
+        "scrubbed": checkpoint,
+    }
+
+
+def _listing(conn: Connection, vids: list[int]) -> dict[int, dict[str, Any]]:
+    c = versions.c
+    out: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(vids), _IN):
+        q = select(c.vid, c.chunk_id, c.source_version, c.record_digest, c.content_digest).where(
+            c.vid.in_(vids[start : start + _IN])
+        )
+        for vid, cid, sv, rd, cd in conn.execute(q):
+            out[int(vid)] = {
+                "id": cid,
+                "source_version": sv,
+                "record_digest": rd,
+                "content_digest": cd,
+            }
+    return out
+
+
+def _erase(conn: Connection, vids: list[int], reason: str) -> int:
+    from ledger.store import fulltext
+    from ledger.store.audit import _WithContent
+    from ledger.store.ingest import record_from_row
+
+    _check_bodies(conn, vids)
+    _cache_counts(conn, vids)
+    rows: list[Any] = []
+    for start in range(0, len(vids), _IN):
+        rows += conn.execute(select(versions).where(versions.c.vid.in_(vids[start : start + _IN])))
+    items: list[tuple[int, str, str]] = []
+    for r in rows:
+        rec = record_from_row(_WithContent(r, r.content)).to_json()
+        items.append((int(r.vid), r.record_digest, metadata_digest(rec, r.content_digest)))
+    seq = reserve_entry(conn, "erase")
+    insert_tuples(
+        conn,
+        erasures,
+        ("vid", "entry_seq", "reason", "metadata_digest"),
+        [(vid, seq, reason, md) for vid, _rd, md in items],
+    )
+    if _has_index(conn):
+        fulltext.unindex(conn, [(int(r.vid), r.title, r.content) for r in rows])
+        # The title is metadata and stays searchable; the body's words are gone.
+        fulltext.index_rows(conn, [(int(r.vid), r.title, None) for r in rows if r.title])
+        if conn.dialect.name == "sqlite":
+            # FTS5 records a delete as a marker in a new segment; merging every
+            # segment drops the old ones that still hold the body's words.
+            conn.exec_driver_sql(
+                f"INSERT INTO {fulltext.TABLE} ({fulltext.TABLE}) VALUES ('optimize')"
+            )
+    for start in range(0, len(vids), _IN):
+        conn.execute(
+            update(versions)
+            .where(versions.c.vid.in_(vids[start : start + _IN]))
+            .values(content=None)
+        )
+    seal_entry(conn, seq, erase_payload([(rd, md) for _vid, rd, md in items], reason))
+    return seq
+
+
+def _has_index(conn: Connection) -> bool:
+    from sqlalchemy import inspect
+
+    from ledger.store.fulltext import TABLE
+
+    return inspect(conn).has_table(TABLE)
+
+
+def _scrub(engine: Engine) -> dict[str, Any]:
+    """After the commit: SQLite moves the rewritten pages into the file and empties
+    the WAL; PostgreSQL vacuums the tables that held the bodies. Says whether it
+    could do all of it (a reader holding an old snapshot can delay both)."""
+    if engine.dialect.name == "sqlite":
+        # On the driver's connection, outside any transaction: a transaction of
+        # this connection would hold a snapshot and stop the checkpoint itself.
+        raw = engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy, log, done = cur.fetchone()
+            cur.close()
+        finally:
+            raw.close()
+        complete = busy == 0 and log == done
+        return {"method": "sqlite wal_checkpoint(TRUNCATE)", "complete": bool(complete)}
+    with engine.connect() as conn:
+        auto = conn.execution_options(isolation_level="AUTOCOMMIT")
+        for table in ("chunk_versions", "search_index"):
+            auto.exec_driver_sql(f"VACUUM {table}")
+        return {"method": "postgresql VACUUM", "complete": True}
+
+
+def erased_count(conn: Connection) -> int:
+    """How many bodies are erased (for messages)."""
+    return int(conn.execute(select(func.count()).select_from(erasures)).scalar_one())
+
+
+__all__ = ["erase", "erase_entries", "erased_by_digest", "erased_info"]
