@@ -94,6 +94,7 @@ class Found:
     decided: Decided | None = None
     query_score: float | None = None
     hint: Mapping[str, Any] | None = None
+    erased: Mapping[str, Any] | None = None  # {"entry", "reason"} of an erased body
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +109,13 @@ class WhyMatch:
     reason: str | None
     detail: Mapping[str, Any] | None
     hint: Mapping[str, Any] | None
+    erased: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """SPEC's shape: `{"id", "source_version", "title", "score", "status",
-        "reason", "detail", "hint"}`."""
-        return {
+        "reason", "detail", "hint"}`, and `erased {entry, reason}` for a version
+        whose body was erased."""
+        out = {
             "id": self.id,
             "source_version": self.source_version,
             "title": self.title,
@@ -122,6 +125,9 @@ class WhyMatch:
             "detail": _plain(self.detail),
             "hint": _plain(self.hint),
         }
+        if self.erased is not None:
+            out["erased"] = dict(self.erased)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +169,7 @@ def classify(found: Found, pack: PackView) -> WhyMatch:
         status = "admitted" if d.reason is None else "evicted"
         return WhyMatch(
             found.id, found.source_version, found.title, found.score, status,
-            d.reason, d.detail, d.hint if d.reason is not None else None,
+            d.reason, d.detail, d.hint if d.reason is not None else None, found.erased,
         )  # fmt: skip
     reason: str
     detail: dict[str, Any]
@@ -189,7 +195,7 @@ def classify(found: Found, pack: PackView) -> WhyMatch:
         hint = None
     return WhyMatch(
         found.id, found.source_version, found.title, found.score, "not_candidate",
-        reason, detail, hint,
+        reason, detail, hint, found.erased,
     )  # fmt: skip
 
 

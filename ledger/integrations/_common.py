@@ -57,7 +57,7 @@ def build_for(
 
 def admitted_chunks(lg: Ledger, pack: Pack) -> list[tuple[str, dict[str, Any]]]:
     """The admitted chunks of a pack in output order: (body, metadata with `pack`
-    and `pack_digest`)."""
+    and `pack_digest`); a chunk whose body was erased has no body to give."""
     export = lg.export(pack.number, format="json", with_content=True).to_json()
     return [
         (
@@ -65,4 +65,5 @@ def admitted_chunks(lg: Ledger, pack: Pack) -> list[tuple[str, dict[str, Any]]]:
             {**version_metadata(item), "pack": pack.number, "pack_digest": pack.digest},
         )
         for item in export["admitted"]
+        if "erased" not in item
     ]

@@ -278,7 +278,21 @@ def trace_of(head: Any) -> dict[str, Any] | None:
 
 
 def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
-    """SPEC's `show PACK --json` shape, plus the pack's snapshots and ledger mark."""
+    """SPEC's `show PACK --json` shape, plus the pack's snapshots and ledger mark.
+    An admitted or evicted version whose body was erased also has `"erased":
+    {"entry", "reason"}`."""
+    data = _pack_json(conn, pack_no)
+    from ledger.store.erase import erased_by_digest
+
+    items = data["admitted"] + data["evicted"]
+    erased = erased_by_digest(conn, [i["record_digest"] for i in items])
+    for item in items:
+        if item["record_digest"] in erased:
+            item["erased"] = erased[item["record_digest"]]
+    return data
+
+
+def _pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
     from ledger.store.audit import retrieval_of
 
     head = pack_header(conn, pack_no)
@@ -382,6 +396,8 @@ def export_manifest(conn: Connection, pack_no: int, with_content: bool) -> dict[
             required_permission=r.required_permission,
             priority=r.priority,
         )
+        if with_content and "erased" in item:
+            continue  # no body: the item says which entry erased it, and why
         if with_content:
             body = contents[item["record_digest"]]
             if not isinstance(body, str):
@@ -429,7 +445,13 @@ def export_markdown(conn: Connection, pack_no: int, with_content: bool) -> str:
                 kind = "lines" if i["lines"] else "pages"
                 where = f", {kind} {span[0]}-{span[1]}" if span else ""
                 lines += ["", f"From {i['path']}{where}: {i['title']}"]
-            if with_content:
+            if with_content and "erased" in i:
+                erased = i["erased"]
+                lines += [
+                    "",
+                    f"(body erased by entry {erased['entry']}: {printable(erased['reason'])})",
+                ]
+            elif with_content:
                 body = i["content"]
                 fence = "`" * max(3, _longest_backtick_run(body) + 1)
                 lines += ["", fence, body, fence]

@@ -31,7 +31,13 @@ def bodies_by_digest(conn: Connection, record_digests: Sequence[str]) -> dict[st
     for start in range(0, len(record_digests), _IN_CHUNK):
         part = list(record_digests[start : start + _IN_CHUNK])
         query = select(c.record_digest, c.content).where(c.record_digest.in_(part))
-        out.update({row.record_digest: row.content for row in conn.execute(query)})
+        out.update(
+            {
+                row.record_digest: row.content
+                for row in conn.execute(query)
+                if row.content is not None
+            }
+        )
     return out
 
 

@@ -101,8 +101,11 @@ def search(
         from ledger.core.reasons import check_date
 
         check_date(as_of)
+    from ledger.store.erase import erased_info
+
     hits = search_versions(conn, q, limit=limit, as_of=as_of)
     rows = _version_rows(conn, [h.vid for h in hits])
+    erased = erased_info(conn, [h.vid for h in hits])
     contents: dict[int, str] = {}
     if with_content and hits:
         contents = dict(
@@ -126,6 +129,8 @@ def search(
         }
         if with_content:
             item["snippet"] = snippet(contents.get(h.vid), q)
+        if h.vid in erased:  # found by its title: the body is gone
+            item["erased"] = erased[h.vid]
         results.append(item)
     return SearchResult(q.text, tuple(results))
 
@@ -196,6 +201,9 @@ def why(
             h.vid: h.score
             for h in search_versions(conn, pack_query, limit=len(missing), vids=missing)
         }
+    from ledger.store.erase import erased_info
+
+    erased = erased_info(conn, [h.vid for h in hits])
     found = []
     for h in hits:
         r = rows[h.vid]
@@ -216,6 +224,7 @@ def why(
                 effective_from=r.effective_from,
                 decided=dec,
                 query_score=query_scores.get(h.vid),
+                erased=erased.get(h.vid),
             )
         )
     # Hints re-run the selector: only for the versions the answer shows.

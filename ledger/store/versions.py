@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from ledger.store.packs import location_json
-from ledger.store.schema import versions
+from ledger.store.schema import erasures, versions
 
 
 def version_json(row: Any) -> dict[str, Any]:
@@ -35,10 +35,20 @@ def version_json(row: Any) -> dict[str, Any]:
 def list_versions(conn: Connection, chunk_id: str | None = None) -> list[dict[str, Any]]:
     """Stored versions ordered by id, then ingest order."""
     cols = [c for c in versions.c if c.name != "content"]
-    query = select(*cols).order_by(versions.c.chunk_id, versions.c.vid)
+    query = (
+        select(*cols, erasures.c.entry_seq.label("erased_by"), erasures.c.reason)
+        .select_from(versions.outerjoin(erasures, erasures.c.vid == versions.c.vid))
+        .order_by(versions.c.chunk_id, versions.c.vid)
+    )
     if chunk_id is not None:
         query = query.where(versions.c.chunk_id == chunk_id)
-    return [version_json(r) for r in conn.execute(query)]
+    out = []
+    for r in conn.execute(query):
+        item = version_json(r)
+        if r.erased_by is not None:  # the body is gone: which entry erased it, and why
+            item["erased"] = {"entry": r.erased_by, "reason": r.reason}
+        out.append(item)
+    return out
 
 
 def current_versions(conn: Connection, as_of: str) -> list[dict[str, Any]]:
@@ -46,7 +56,8 @@ def current_versions(conn: Connection, as_of: str) -> list[dict[str, Any]]:
     `effective_from` (ties: the later ingest), with its content; every section,
     no permission or trust filter (a pack's gates decide). Ordered by id.
 
-    Transcript exchanges are left out: they are a conversation, not documents.
+    Transcript exchanges are left out: they are a conversation, not documents;
+    so is an id whose current version's body was erased.
     """
     c = versions.c
     query = (
@@ -62,6 +73,8 @@ def current_versions(conn: Connection, as_of: str) -> list[dict[str, Any]]:
         if row.chunk_id == last:
             continue
         last = row.chunk_id
+        if row.content is None:
+            continue  # erased: no body to index (and an older version is superseded)
         item = version_json(row)
         m = row._mapping
         item["title"] = m.get("title")
