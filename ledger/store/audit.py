@@ -775,11 +775,13 @@ def verify(
     from ledger.store.erase import erase_entries
 
     erased = {s: v for s, v in erase_entries(conn).items() if s > after}
-    for seq, (items, reasons) in erased.items():
-        if len(reasons) != 1:
+    for seq, (items, erase_reasons) in erased.items():
+        if len(erase_reasons) != 1:
             problems.add(seq, kinds.get(seq, "?"), "erasure rows of one entry disagree on reason")
             continue
-        check_payload(seq, "erase", erase_payload(items, reasons.pop()), f"erasure of entry {seq}")
+        check_payload(
+            seq, "erase", erase_payload(items, erase_reasons.pop()), f"erasure of entry {seq}"
+        )
     # Every entry must have its records (an entry whose rows were deleted).
     recorded = set(by_entry) | set(retracted) | set(erased)
     recorded |= set(conn.scalars(select(batches.c.seq).where(batches.c.seq > after)))

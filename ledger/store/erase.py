@@ -49,7 +49,8 @@ def erased_info(conn: Connection, vids: Sequence[int]) -> dict[int, dict[str, An
         q = select(erasures.c.vid, erasures.c.entry_seq, erasures.c.reason).where(
             erasures.c.vid.in_(part)
         )
-        for vid, seq, reason in conn.execute(q):
+        rows: Any = conn.execute(q)
+        for vid, seq, reason in rows:
             out[int(vid)] = {"entry": int(seq), "reason": reason}
     return out
 
@@ -65,7 +66,8 @@ def erased_by_digest(conn: Connection, record_digests: Sequence[str]) -> dict[st
             .select_from(erasures.join(versions, versions.c.vid == erasures.c.vid))
             .where(versions.c.record_digest.in_(part))
         )
-        for rd, seq, reason in conn.execute(q):
+        rows: Any = conn.execute(q)
+        for rd, seq, reason in rows:
             out[str(rd)] = {"entry": int(seq), "reason": reason}
     return out
 
@@ -83,7 +85,8 @@ def erase_entries(conn: Connection) -> dict[int, tuple[list[tuple[str, str]], se
         .select_from(erasures.outerjoin(versions, versions.c.vid == erasures.c.vid))
         .order_by(erasures.c.entry_seq, erasures.c.vid)
     )
-    for seq, rd, md, reason in conn.execute(q):
+    rows: Any = conn.execute(q)
+    for seq, rd, md, reason in rows:
         items, reasons = out.setdefault(int(seq), ([], set()))
         items.append((str(rd), str(md)))
         reasons.add(reason)
@@ -92,15 +95,16 @@ def erase_entries(conn: Connection) -> dict[int, tuple[list[tuple[str, str]], se
 
 def _ended(conn: Connection, date: str) -> list[int]:
     c = versions.c
+    rows: Any = conn.execute(
+        select(c.vid, c.chunk_id, c.effective_from, c.expires_on, c.batch_seq, c.record_digest)
+    )
     spans = [
-        VersionSpan(int(vid), cid, eff, exp, int(seq), rd)
-        for vid, cid, eff, exp, seq, rd in conn.execute(
-            select(c.vid, c.chunk_id, c.effective_from, c.expires_on, c.batch_seq, c.record_digest)
-        )
+        VersionSpan(int(vid), cid, eff, exp, int(seq), rd) for vid, cid, eff, exp, seq, rd in rows
     ]
     marks: dict[str, list[tuple[int, str]]] = {}
     r = retractions.c
-    for cid, seq, day in conn.execute(select(r.chunk_id, r.entry_seq, r.from_date)):
+    marked: Any = conn.execute(select(r.chunk_id, r.entry_seq, r.from_date))
+    for cid, seq, day in marked:
         marks.setdefault(cid, []).append((int(seq), day))
     return ended_versions(spans, marks, date)
 
@@ -181,7 +185,7 @@ def erase(
     sqlite = engine.dialect.name == "sqlite"
     with write_transaction(engine) as conn:
         if sqlite:
-            before = conn.exec_driver_sql("PRAGMA secure_delete").scalar_one()
+            before: Any = conn.exec_driver_sql("PRAGMA secure_delete").scalar_one()
             conn.exec_driver_sql("PRAGMA secure_delete = ON")
         vids, date = _targets(conn, list(refs), ended_before, retention, day)
         done = erased_info(conn, vids)
@@ -208,7 +212,8 @@ def _listing(conn: Connection, vids: list[int]) -> dict[int, dict[str, Any]]:
         q = select(c.vid, c.chunk_id, c.source_version, c.record_digest, c.content_digest).where(
             c.vid.in_(vids[start : start + _IN])
         )
-        for vid, cid, sv, rd, cd in conn.execute(q):
+        rows: Any = conn.execute(q)
+        for vid, cid, sv, rd, cd in rows:
             out[int(vid)] = {
                 "id": cid,
                 "source_version": sv,
@@ -278,7 +283,8 @@ def _scrub(engine: Engine) -> dict[str, Any]:
         try:
             cur = raw.cursor()
             cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            busy, log, done = cur.fetchone()
+            row: Any = cur.fetchone()
+            busy, log, done = row
             cur.close()
         finally:
             raw.close()
