@@ -118,6 +118,18 @@ def _substance(obj: Any) -> tuple[Any, ...]:
     )
 
 
+def _same(old: Any, rec: Any) -> bool:
+    """Whether a stored version has the record's substance. An erased body (NULL)
+    compares by its content digest: the same text again is no new version, and
+    does not bring the body back."""
+    if old.content is not None:
+        return _substance(old) == _substance(rec)
+    at = _SUBSTANCE.index("content")
+    mine, theirs = list(_substance(old)), list(_substance(rec))
+    mine[at], theirs[at] = old.content_digest, content_digest(rec.content)
+    return mine == theirs
+
+
 def _newest_retraction(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
     """The newest retract entry of each id (ids never retracted are absent)."""
     out: dict[str, int] = {}
@@ -144,6 +156,7 @@ def _newest_versions(conn: Connection, ids: Iterable[str]) -> dict[str, Any]:
             "loc_kind",
             "loc_first",
             "loc_last",
+            "content_digest",
             *_SUBSTANCE,
         )
     ]
@@ -278,7 +291,7 @@ def store_run(
     for p in plans:
         old = newest.get(p.record.id)
         withdrawn = old is not None and retracted_at.get(p.record.id, 0) > old.batch_seq
-        if old is not None and not withdrawn and _substance(old) == _substance(p.record):
+        if old is not None and not withdrawn and _same(old, p.record):
             unchanged += 1
             if (old.loc_kind, old.loc_first, old.loc_last) != (p.location_kind, *p.location):
                 moves.append(

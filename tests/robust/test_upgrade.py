@@ -57,6 +57,7 @@ ADDED = (
     "loc_kind",
     "loc_first",
     "loc_last",
+    "retain_bodies",  # revision 0009: no old policy had a retention
 )
 
 
