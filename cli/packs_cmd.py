@@ -63,6 +63,14 @@ def render_pack(data: dict[str, Any]) -> str:
         "evictions: "
         + (", ".join(f"{r} {n}" for r, n in sorted(counts.items())) if counts else "none")
     )
+    erased = [i for i in data["admitted"] + data["evicted"] if "erased" in i]
+    if erased:
+        by_entry = Counter(i["erased"]["entry"] for i in erased)
+        lines.append(
+            f"erased bodies: {len(erased)} ("
+            + ", ".join(f"entry {n}: {k}" for n, k in sorted(by_entry.items()))
+            + "; digests and decisions kept)"
+        )
     return "\n".join(lines)
 
 

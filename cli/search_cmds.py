@@ -85,6 +85,8 @@ def why_command(
     click.echo(result["sentence"])
     for m in result["matches"]:
         reason = f" {m['reason']}" if m["reason"] else ""
+        gone = f" [body erased by entry {m['erased']['entry']}]" if "erased" in m else ""
         click.echo(
             f"  {m['status']}{reason}: {m['id']}@{m['source_version']} (score {m['score']:g})"
+            f"{gone}"
         )

@@ -185,15 +185,19 @@ def erase(
     sqlite = engine.dialect.name == "sqlite"
     with write_transaction(engine) as conn:
         if sqlite:
+            # Freed cells and pages are zeroed as this transaction frees them. A
+            # pragma is no part of the transaction: it is set back in any case.
             before: Any = conn.exec_driver_sql("PRAGMA secure_delete").scalar_one()
             conn.exec_driver_sql("PRAGMA secure_delete = ON")
-        vids, date = _targets(conn, list(refs), ended_before, retention, day)
-        done = erased_info(conn, vids)
-        new = [v for v in vids if v not in done]
-        seq = _erase(conn, new, why) if new else None
-        listed = _listing(conn, vids)
-        if sqlite:
-            conn.exec_driver_sql(f"PRAGMA secure_delete = {int(before)}")
+        try:
+            vids, date = _targets(conn, list(refs), ended_before, retention, day)
+            done = erased_info(conn, vids)
+            new = [v for v in vids if v not in done]
+            seq = _erase(conn, new, why) if new else None
+            listed = _listing(conn, vids)
+        finally:
+            if sqlite:
+                conn.exec_driver_sql(f"PRAGMA secure_delete = {int(before)}")
     checkpoint = _scrub(engine)  # also finishes what an earlier erase could not
     return {
         "entry": seq,

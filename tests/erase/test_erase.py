@@ -127,6 +127,8 @@ def test_erased_body_is_in_no_byte_of_the_database_and_audit_still_holds(
     # Only the `erased` keys were added: digests and decisions are as recorded.
     strip = [{k: v for k, v in i.items() if k != "erased"} for i in after["admitted"]]
     assert strip == before["admitted"] and after["pack_digest"] == before["pack_digest"]
+    shown = run_ledger("show", "2", db=db).stdout
+    assert "erased bodies: 3 (entry 7: 2, entry 8: 1; digests and decisions kept)" in shown
     assert _ok("search", marker, "--json", db=db)["results"] == []
     # A new build with the tokenizer costs erased versions from the cached counts.
     _ok("build", "--as-of", "2026-01-20", "--counter", "o200k_base", db=db)
@@ -227,6 +229,12 @@ def _verify_fails(db: str, why: str) -> dict[str, Any]:
         # The recorded reason rewritten: in one row, and in every row of the entry.
         ("UPDATE erasures SET reason = 'nothing to see' WHERE vid = 1", "disagree on reason"),
         ("UPDATE erasures SET reason = 'nothing to see' WHERE entry_seq = 7", "payload digest"),
+        # The erasure's own metadata digest, or its entry, rewritten.
+        (
+            "UPDATE erasures SET metadata_digest = '" + "0" * 64 + "' WHERE vid = 1",
+            "metadata digest",
+        ),
+        ("UPDATE erasures SET entry_seq = 1 WHERE vid = 1", "of kind ingest"),
         # An erasure slipped in for a body nulled behind the ledger's back, with the
         # fields' own metadata digest: the erase entry's payload does not cover it.
         ("INSERT_ERASURE", "payload digest"),
