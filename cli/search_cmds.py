@@ -86,7 +86,5 @@ def why_command(
     for m in result["matches"]:
         reason = f" {m['reason']}" if m["reason"] else ""
         gone = f" [body erased by entry {m['erased']['entry']}]" if "erased" in m else ""
-        click.echo(
-            f"  {m['status']}{reason}: {m['id']}@{m['source_version']} (score {m['score']:g})"
-            f"{gone}"
-        )
+        name = f"{m['id']}@{m['source_version']}"
+        click.echo(f"  {m['status']}{reason}: {name} (score {m['score']:g}){gone}")
