@@ -198,7 +198,10 @@ def why_evicted(
     for the pack given with `pack_no`), "all" for every eviction, "none" skips
     them; each hint re-runs the core on that pack's candidates.
     """
+    from ledger.store.erase import erased_info
+
     rows = resolve_ref(conn, ref)
+    erased = erased_info(conn, [v.vid for v in rows])
     head_seq = read_head(conn).seq
     last_pack = conn.execute(
         select(packs.c.pack_no, packs.c.ledger_mark).order_by(packs.c.pack_no.desc()).limit(1)
@@ -274,6 +277,8 @@ def why_evicted(
         }
         if not items:
             entry["not_considered"] = _not_considered_why(conn, v, pack_no, last_pack, head_seq)
+        if v.vid in erased:  # the body is gone; the decisions about it stay
+            entry["erased"] = erased[v.vid]
         out.append(entry)
     return {"ref": ref, "versions": out}
 

@@ -127,6 +127,8 @@ def test_erased_body_is_in_no_byte_of_the_database_and_audit_still_holds(
     # Only the `erased` keys were added: digests and decisions are as recorded.
     strip = [{k: v for k, v in i.items() if k != "erased"} for i in after["admitted"]]
     assert strip == before["admitted"] and after["pack_digest"] == before["pack_digest"]
+    why = _ok("why-evicted", "secret", "--json", db=db)["versions"]
+    assert [v["erased"]["entry"] for v in why] == [7, 7] and why[0]["decisions"]
     shown = run_ledger("show", "2", db=db).stdout
     assert "erased bodies: 3 (entry 7: 2, entry 8: 1; digests and decisions kept)" in shown
     assert _ok("search", marker, "--json", db=db)["results"] == []
@@ -421,3 +423,26 @@ def test_sqlite_erase_zeroes_freed_bytes_even_when_secure_delete_is_off(tmp_path
     assert marker.encode() not in _raw_bytes(db)
     assert not Path(db + "-wal").exists() or Path(db + "-wal").stat().st_size == 0
     _verify_and_replay_all(db)
+
+
+def test_a_reader_holding_a_snapshot_delays_the_scrub_and_a_rerun_finishes_it(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    db = dbtools.new_ledger(tmp_path / "reader", "sqlite")
+    marker = _marker()
+    _seed(db, tmp_path, marker)
+    reader = sqlite3.connect(db, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM chunk_versions").fetchone()  # holds a snapshot
+        proc = run_ledger("erase", "secret", "short", "--reason", "r", "--json", db=db)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["scrubbed"]["complete"] is False
+        assert "warning: another connection holds an old snapshot" in proc.stderr
+    finally:
+        reader.close()
+    again = _ok("erase", "secret", "short", "--reason", "r", "--json", db=db)
+    assert again["entry"] is None and again["scrubbed"]["complete"] is True
+    assert marker.encode() not in _raw_bytes(db)
