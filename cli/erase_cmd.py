@@ -79,8 +79,9 @@ def erase_command(
         click.echo(f"entry {result.entry}: erased {len(result.erased)} bodies{when}{note}")
     scrub = result.data.get("scrubbed")
     if scrub is not None and not scrub["complete"]:
+        why = scrub.get("error") or "another connection holds an old snapshot"
         click.echo(
-            "warning: another connection holds an old snapshot, so the WAL could not be emptied "
-            "yet; run `ledger erase` again (nothing new) or close the readers to finish it",
+            f"warning: the bodies are erased, but {scrub['method']} did not finish ({why}); "
+            "close the other connections and run the same `ledger erase` again to finish it",
             err=True,
         )

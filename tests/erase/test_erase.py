@@ -440,7 +440,7 @@ def test_a_reader_holding_a_snapshot_delays_the_scrub_and_a_rerun_finishes_it(
         proc = run_ledger("erase", "secret", "short", "--reason", "r", "--json", db=db)
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout)["scrubbed"]["complete"] is False
-        assert "warning: another connection holds an old snapshot" in proc.stderr
+        assert "did not finish (another connection holds an old snapshot)" in proc.stderr
     finally:
         reader.close()
     again = _ok("erase", "secret", "short", "--reason", "r", "--json", db=db)
