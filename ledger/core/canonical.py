@@ -122,3 +122,10 @@ def digest_presorted(value: Any) -> str:
 
 
 _PRESORTED = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_mapping)
+
+
+def with_set(out: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """`out` plus each optional member that is set: a JSON shape whose optional
+    keys are absent, never null, when the value is None."""
+    out.update({key: value for key, value in optional.items() if value is not None})
+    return out

@@ -25,11 +25,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.core.canonical import with_set
 from ledger.core.chain import entry_hash, pack_entry_payload
 from ledger.core.checkpoint import Checkpoint
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.merkle import entry_leaf, verify_consistency, verify_inclusion
-from ledger.core.results import JSONResult
+from ledger.core.results import JSONPart, JSONResult
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -78,7 +79,7 @@ class InclusionProof:
         return self.entry - 1
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        out = {
             "pack": self.pack,
             "entry": self.entry,
             "leaf_index": self.leaf_index,
@@ -87,15 +88,13 @@ class InclusionProof:
             "root": self.root.hex(),
             "path": [h.hex() for h in self.path],
         }
-        if self.origin is not None:
-            out["origin"] = self.origin
-        if self.entry_hash is not None:
-            out["entry_hash"] = self.entry_hash
-        if self.entry_fields is not None:
-            out["entry_fields"] = dict(self.entry_fields)
-        if self.pack_payload is not None:
-            out["pack_payload"] = dict(self.pack_payload)
-        return out
+        return with_set(
+            out,
+            origin=self.origin,
+            entry_hash=self.entry_hash,
+            entry_fields=None if self.entry_fields is None else dict(self.entry_fields),
+            pack_payload=None if self.pack_payload is None else dict(self.pack_payload),
+        )
 
     def verify(self) -> None:
         """Raise IntegrityError unless the path leads from the leaf to the root and,
@@ -197,16 +196,14 @@ class ConsistencyProof:
     origin: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        out = {
             "old_size": self.old_size,
             "new_size": self.new_size,
             "old_root": self.old_root.hex(),
             "new_root": self.new_root.hex(),
             "path": [h.hex() for h in self.path],
         }
-        if self.origin is not None:
-            out["origin"] = self.origin
-        return out
+        return with_set(out, origin=self.origin)
 
     def verify(self) -> None:
         """Raise IntegrityError unless the path proves the new tree extends the old."""
@@ -272,24 +269,8 @@ class CheckpointResult(JSONResult):
     """What `ledger checkpoint --json` prints: origin, size, root (hex), the note
     text as written (signed or not) and whether it is signed."""
 
-    @property
-    def origin(self) -> str:
-        return str(self.data["origin"])
-
-    @property
-    def size(self) -> int:
-        return int(self.data["size"])
-
-    @property
-    def root(self) -> str:
-        """The root hash, lower-case hex."""
-        return str(self.data["root"])
-
-    @property
-    def note(self) -> str:
-        """The checkpoint file's text: keep it outside the database."""
-        return str(self.data["note"])
-
-    @property
-    def signed(self) -> bool:
-        return bool(self.data["signed"])
+    origin = JSONPart("origin", str)
+    size = JSONPart("size", int)
+    root = JSONPart("root", str, "The root hash, lower-case hex.")
+    note = JSONPart("note", str, "The checkpoint file's text: keep it outside the database.")
+    signed = JSONPart("signed", bool)

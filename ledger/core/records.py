@@ -20,7 +20,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from ledger.core.canonical import content_digest as _content_digest
-from ledger.core.canonical import digest_trusted
+from ledger.core.canonical import digest_trusted, with_set
 from ledger.core.errors import InputError
 from ledger.core.reasons import SECTIONS
 
@@ -129,11 +129,7 @@ class ChunkRecord:
             "required": self.required,
             "content": self.content,
         }
-        if self.title is not None:
-            data["title"] = self.title
-        if self.path is not None:
-            data["path"] = self.path
-        return data
+        return with_set(data, title=self.title, path=self.path)
 
     @property
     def record_digest(self) -> str:

@@ -59,7 +59,7 @@ def _fields(cls: type, item: Mapping[str, Any]) -> dict[str, Any]:
 _T = TypeVar("_T")
 
 
-class _Part(Generic[_T]):
+class JSONPart(Generic[_T]):
     """A typed, read-only part of a result's JSON: `convert(data[key])`."""
 
     def __init__(self, key: str, convert: Callable[[Any], _T], doc: str | None = None) -> None:
@@ -68,12 +68,12 @@ class _Part(Generic[_T]):
         self.__doc__ = doc
 
     @overload
-    def __get__(self, obj: None, owner: type | None = None) -> _Part[_T]: ...
+    def __get__(self, obj: None, owner: type | None = None) -> JSONPart[_T]: ...
 
     @overload
     def __get__(self, obj: JSONResult, owner: type | None = None) -> _T: ...
 
-    def __get__(self, obj: JSONResult | None, owner: type | None = None) -> _Part[_T] | _T:
+    def __get__(self, obj: JSONResult | None, owner: type | None = None) -> JSONPart[_T] | _T:
         if obj is None:
             return self
         return self._convert(obj.data[self._key])
@@ -99,15 +99,15 @@ def _str_or_none(value: Any) -> str | None:
 class Pack(JSONResult):
     """A recorded pack (`build --json`, `show PACK --json`)."""
 
-    number = _Part("pack", int)
-    entry = _Part("entry", int)
-    digest = _Part("pack_digest", str)
-    input_digest = _Part("input_digest", str)
-    as_of = _Part("as_of", str)
-    subject = _Part("subject", str)
-    budget = _Part("budget", int)
-    used = _Part("used", int)
-    remaining = _Part("remaining", int)
+    number = JSONPart("pack", int)
+    entry = JSONPart("entry", int)
+    digest = JSONPart("pack_digest", str)
+    input_digest = JSONPart("input_digest", str)
+    as_of = JSONPart("as_of", str)
+    subject = JSONPart("subject", str)
+    budget = JSONPart("budget", int)
+    used = JSONPart("used", int)
+    remaining = JSONPart("remaining", int)
 
     @property
     def admitted(self) -> tuple[Admission, ...]:
@@ -122,37 +122,37 @@ class Pack(JSONResult):
 class PackList(JSONResult):
     """Every recorded pack, oldest first (`packs --json`)."""
 
-    packs = _Part("packs", _records)
+    packs = JSONPart("packs", _records)
 
 
 @dataclass(frozen=True)
 class ChunkList(JSONResult):
     """Stored chunk versions with their digests, never their bodies (`chunks --json`)."""
 
-    chunks = _Part("chunks", _records)
+    chunks = JSONPart("chunks", _records)
 
 
 @dataclass(frozen=True)
 class GrantChange(JSONResult):
     """A grant or revoke: its entry (None when nothing changed) and what changed."""
 
-    entry = _Part("entry", _int_or_none)
-    changed = _Part("changed", _strings)
+    entry = JSONPart("entry", _int_or_none)
+    changed = JSONPart("changed", _strings)
 
 
 @dataclass(frozen=True)
 class SubjectGrants(JSONResult):
     """A subject's permissions now, and every change (`subject show --json`)."""
 
-    subject = _Part("subject", str)
-    permissions = _Part("permissions", _strings)
+    subject = JSONPart("subject", str)
+    permissions = JSONPart("permissions", _strings)
 
 
 @dataclass(frozen=True)
 class PolicyChange(JSONResult):
     """A policy change: its entry (None when nothing changed) and the policy after it."""
 
-    entry = _Part("entry", _int_or_none)
+    entry = JSONPart("entry", _int_or_none)
 
     @property
     def allowed_trust(self) -> tuple[str, ...]:
@@ -177,23 +177,23 @@ class PolicyState(JSONResult):
 class WhyEvicted(JSONResult):
     """Every pack that considered a chunk, newest first (`why-evicted --json`)."""
 
-    ref = _Part("ref", str)
-    versions = _Part("versions", _records)
+    ref = JSONPart("ref", str)
+    versions = JSONPart("versions", _records)
 
 
 @dataclass(frozen=True)
 class Diff(JSONResult):
     """What changed between two packs, each change with its cause (`diff --json`)."""
 
-    changes = _Part("changes", _records)
+    changes = JSONPart("changes", _records)
 
 
 @dataclass(frozen=True)
 class BatchBuild(JSONResult):
     """The packs of a `build --batch` and the lines that failed (`build --batch --json`)."""
 
-    packs = _Part("packs", _records)
-    failed = _Part("failed", _records)
+    packs = JSONPart("packs", _records)
+    failed = JSONPart("failed", _records)
 
 
 @dataclass(frozen=True)
@@ -205,19 +205,19 @@ class Export(JSONResult):
 class HeadResult(JSONResult):
     """The newest entry as a checkpoint `SEQ:HASH` (`head --json`)."""
 
-    seq = _Part("seq", int)
-    hash = _Part("hash", str)
-    checkpoint = _Part("checkpoint", str)
+    seq = JSONPart("seq", int)
+    hash = JSONPart("hash", str)
+    checkpoint = JSONPart("checkpoint", str)
 
 
 @dataclass(frozen=True)
 class InitResult(JSONResult):
     """What `init` did: the schema revision before (None: new) and after, and any backup."""
 
-    database = _Part("database", _str_or_none, "The SQLite file (None for a server database).")
-    before = _Part("before", _str_or_none)
-    after = _Part("after", str)
-    backup = _Part("backup", _str_or_none)
+    database = JSONPart("database", _str_or_none, "The SQLite file (None for a server database).")
+    before = JSONPart("before", _str_or_none)
+    after = JSONPart("after", str)
+    backup = JSONPart("backup", _str_or_none)
 
 
 @dataclass(frozen=True)
@@ -226,8 +226,8 @@ class EraseResult(JSONResult):
     the reason, the date an `--ended-before`/`--retention` run used, the versions
     erased now and those erased before (with their entry and reason)."""
 
-    entry = _Part("entry", _int_or_none)
-    reason = _Part("reason", str)
-    ended_before = _Part("ended_before", _str_or_none)
-    erased = _Part("erased", _records)
-    already_erased = _Part("already_erased", _records)
+    entry = JSONPart("entry", _int_or_none)
+    reason = JSONPart("reason", str)
+    ended_before = JSONPart("ended_before", _str_or_none)
+    erased = JSONPart("erased", _records)
+    already_erased = JSONPart("already_erased", _records)
