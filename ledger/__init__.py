@@ -36,24 +36,9 @@ if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.proofs import CheckpointResult, ConsistencyProof, InclusionProof
     from ledger.core.query import SearchResult
-    from ledger.core.results import (
-        Admission,
-        BatchBuild,
-        ChunkList,
-        Diff,
-        EraseResult,
-        Export,
-        GrantChange,
-        HeadResult,
-        InitResult,
-        Pack,
-        PackList,
-        PolicyChange,
-        PolicyState,
-        SubjectGrants,
-        WhyEvicted,
-        Withheld,
-    )
+
+    # The result types, for type checkers; at run time `__getattr__` below loads them.
+    from ledger.core.results import *  # noqa: F403
     from ledger.core.why import WhyAnswer
     from ledger.store.audit import ReplayResult, VerifyResult
     from ledger.store.documents import DocumentIngestSummary, RetractResult
