@@ -76,30 +76,48 @@ def _fail_at(data: str | bytes, offset: int, source: str | None, message: str) -
     return _fail(message.format(line=line, column=column), source, line, column)
 
 
+class DuplicateKeyError(StrictJSONError):
+    """An object that repeats a key; `value` is the key."""
+
+    def __init__(self, key: str):
+        super().__init__(f"duplicate JSON key: {key!r}")
+        self.value = key
+
+
+class NonFiniteError(StrictJSONError):
+    """`NaN`, `Infinity` or a number that overflows to it; `value` is its text."""
+
+    def __init__(self, text: str):
+        super().__init__(f"non-finite JSON number: {text}")
+        self.value = text
+
+
 def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
         seen: set[str] = set()
         for key, _value in pairs:
             if key in seen:
-                raise StrictJSONError(f"duplicate JSON key: {key!r}")
+                raise DuplicateKeyError(key)
             seen.add(key)
     return result
 
 
 def _parse_constant(name: str) -> Any:
-    raise StrictJSONError(f"non-finite JSON number: {name}")
+    raise NonFiniteError(name)
 
 
 def _parse_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         # 1e999 overflows to infinity: just as non-finite as `Infinity`.
-        raise StrictJSONError(f"non-finite JSON number: {text}")
+        raise NonFiniteError(text)
     return value
 
 
-_decoder = json.JSONDecoder(
+# The strict decoder: duplicate keys and non-finite numbers raise the errors above.
+# Every strict parse of the ledger (records, sidecars, exports) goes through it.
+DECODER = json.JSONDecoder(
     object_pairs_hook=_object_hook,
     parse_constant=_parse_constant,
     parse_float=_parse_float,
@@ -198,7 +216,7 @@ def loads_strict(data: bytes | str, *, source: str | None = None) -> Any:
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and max_depth(raw) > MAX_DEPTH:
         raise _fail(f"JSON nesting deeper than {MAX_DEPTH} levels", source)
     try:
-        value = _decoder.decode(text)
+        value = DECODER.decode(text)
     except StrictJSONError as exc:
         if source:
             raise _fail(str(exc), source) from None

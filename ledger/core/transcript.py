@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,6 +66,7 @@ from ledger.core.select import (
     candidate_of,
     select,
 )
+from ledger.core.strictjson import DECODER, DuplicateKeyError, NonFiniteError
 
 PRIORITIES: tuple[str, ...] = ("pinned", "normal", "aside")
 DEFAULT_PRIORITY = "normal"
@@ -173,43 +173,6 @@ def exchange_name(index: int) -> str:
     return f"e{index:03d}"
 
 
-class _DuplicateKeyError(Exception):
-    pass
-
-
-class _NonFiniteError(Exception):
-    pass
-
-
-def _object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKeyError(key)
-            seen.add(key)
-    return obj
-
-
-def _reject_constant(token: str) -> Any:
-    raise _NonFiniteError(token)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NonFiniteError(text)
-    return value
-
-
-_DECODER = json.JSONDecoder(
-    object_pairs_hook=_object_pairs,
-    parse_constant=_reject_constant,
-    parse_float=_finite_float,
-)
-
-
 def _show(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -224,11 +187,11 @@ def loads_strict(text: str) -> Any:
     hint about `sys.set_int_max_str_digits`, for those).
     """
     try:
-        return _DECODER.decode(text)
-    except _DuplicateKeyError as exc:
-        raise ValueError(f"duplicate JSON key {_show(exc.args[0])}") from None
-    except _NonFiniteError as exc:
-        raise ValueError(f"non-finite JSON number {exc.args[0]}") from None
+        return DECODER.decode(text)
+    except DuplicateKeyError as exc:
+        raise ValueError(f"duplicate JSON key {_show(exc.value)}") from None
+    except NonFiniteError as exc:
+        raise ValueError(f"non-finite JSON number {exc.value}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
     except ValueError as exc:

@@ -467,6 +467,7 @@ def test_core_imports_no_io_click_or_database(name: str) -> None:
         "typing",
         "ledger.core.errors",
         "ledger.core.select",
+        "ledger.core.strictjson",
         "collections",
         "ledger.core.transcript",
     }, imported
