@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from ledger import safeio
 from ledger.core.errors import InputError, LedgerError
 
 PACK_ERROR_EXIT = 2  # the seed-001 reference's code for every failure
@@ -32,22 +33,16 @@ def _read_fixture(path: Path) -> tuple[bytes, int]:
     file is opened without blocking (a named pipe with no writer is refused, not
     waited for) and a device (/dev/zero) is refused before any read."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise InputError(f"fixture does not exist: {path}") from None
-    except IsADirectoryError:
-        raise InputError(f"fixture is a directory, not a file: {path}") from None
-    except OSError as exc:
-        raise InputError(f"cannot read fixture {path}: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            os.close(fd)
-            if stat.S_ISDIR(mode):
-                raise InputError(f"fixture is a directory, not a file: {path}")
-            raise InputError(f"fixture is not a regular file (a device, pipe or socket): {path}")
-        with open(fd, "rb") as handle:
-            return handle.read(), stat.S_IMODE(mode)
+        with safeio.open_regular(path, "fixture") as handle:
+            return handle.read(), stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+    except safeio.UnreadableInputError as exc:
+        # The seed-001 contract's wording for each case.
+        words = {
+            "missing": f"fixture does not exist: {path}",
+            "directory": f"fixture is a directory, not a file: {path}",
+            "special": f"fixture is not a regular file (a device, pipe or socket): {path}",
+        }
+        raise InputError(words.get(exc.problem, f"cannot read fixture {path}")) from None
     except OSError as exc:
         raise InputError(f"cannot read fixture {path}: {exc.strerror or exc}") from None
 

@@ -35,7 +35,7 @@ STDIN = Path("-")
 
 
 def _read_source(source: Path, source_format: str | None) -> Transcript:
-    data = safeio.read_input(source, what="transcript")
+    data = safeio.read_input(source, what="transcript file")
     return read_transcript(data, source_format, name=str(source))
 
 
@@ -108,7 +108,7 @@ def annotate_transcript(
                 "<stdin>",
             )
         else:
-            data, name = safeio.read_input(base, what="base sidecar"), str(base)
+            data, name = safeio.read_input(base, what="base sidecar file"), str(base)
         start = parse_sidecar(data, transcript, name=name)
         named = {arg.partition("=")[0] for arg in assignments}
         priorities = {
@@ -145,7 +145,7 @@ def export_transcript(
     safeio.refuse_without_terminal(existing, stdin=stdin, stdout=stdout)
     transcript = _read_source(source, source_format)
     priorities = parse_sidecar(
-        safeio.read_input(sidecar, what="priorities sidecar"), transcript, name=str(sidecar)
+        safeio.read_input(sidecar, what="priorities sidecar file"), transcript, name=str(sidecar)
     )
     selection = select_exchanges(transcript, priorities, budget)
     safeio.confirm_overwrite(existing, stdin=stdin, stdout=stdout)

@@ -28,7 +28,7 @@ import stat
 import tempfile
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from ledger.core.errors import InputError, RefusedError
 
@@ -51,28 +51,62 @@ class StagingError(RefusedError):
     """Writing or publishing the staged outputs failed."""
 
 
-def read_input(path: Path, *, what: str) -> bytes:
-    """Read a whole input file as bytes, opened read-only.
+class UnreadableInputError(InputError):
+    """An input that is not a readable regular file. `problem` names the case
+    ("missing", "directory", "special" for a device, pipe or socket, "unreadable")
+    so a caller bound to a seed contract's wording can say it its own way."""
+
+    def __init__(self, message: str, problem: str):
+        super().__init__(message)
+        self.problem = problem
+
+
+def open_regular(path: str | Path, what: str) -> BinaryIO:
+    """Open `path` for reading if it is a regular file; else one line
+    (`UnreadableInputError`). The one way the ledger opens an input file.
 
     Opened without blocking, so a named pipe with no writer is refused at once
-    instead of hanging; only a regular file is read (never /dev/zero).
+    instead of hanging, and a device (/dev/zero) is refused before any byte is
+    read. `what` names the file in messages ("chunk file", "transcript file").
     """
     try:
         fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            os.close(fd)
-            if stat.S_ISDIR(mode):
-                raise InputError(f"{path}: the {what} is a directory, not a file")
-            raise InputError(f"{path}: the {what} is not a regular file")
-        with open(fd, "rb") as handle:
-            return handle.read()
-    except IsADirectoryError:
-        raise InputError(f"{path}: the {what} is a directory, not a file") from None
     except FileNotFoundError:
-        raise InputError(f"{path}: no such {what} file") from None
+        raise UnreadableInputError(f"{path}: no such {what}", "missing") from None
+    except IsADirectoryError:
+        raise UnreadableInputError(
+            f"{path}: is a directory; name the {what}", "directory"
+        ) from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+        raise UnreadableInputError(
+            f"{path}: cannot read the {what} ({exc.strerror or exc})", "unreadable"
+        ) from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise UnreadableInputError(
+            f"{path}: cannot read the {what} ({exc.strerror or exc})", "unreadable"
+        ) from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise UnreadableInputError(f"{path}: is a directory; name the {what}", "directory")
+        raise UnreadableInputError(
+            f"{path}: the {what} is not a regular file (a device, pipe or socket)", "special"
+        )
+    return os.fdopen(fd, "rb")
+
+
+def read_input(path: str | Path, *, what: str) -> bytes:
+    """A whole input file as bytes, opened by `open_regular`."""
+    with open_regular(path, what) as handle:
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise UnreadableInputError(
+                f"{path}: cannot read the {what} ({exc.strerror or exc})", "unreadable"
+            ) from None
 
 
 def check_directory(path: Path) -> bool:

@@ -15,7 +15,8 @@ from typing import Any
 from ledger.core.errors import InputError
 from ledger.core.records import ChunkRecord, RecordError, validate_chunk
 from ledger.core.strictjson import StrictJSONError, loads_strict
-from ledger.ingest.source import iter_lines, lstat_named, open_regular, read_whole
+from ledger.ingest.source import iter_lines, lstat_named, read_whole
+from ledger.safeio import open_regular
 
 FORMATS = ("auto", "fixture", "json", "jsonl", "transcript")
 FIXTURE_KEYS = frozenset({"fixture_version", "selector_version", "request", "chunks"})

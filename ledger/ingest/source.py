@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 from ledger.core.errors import InputError
 from ledger.core.records import LEDGER_MAX_CONTENT, MAX_SHORT_TEXT, MAX_URI
+from ledger.safeio import open_regular
 
 # JSON escapes one character in at most 12 bytes (an astral character as a
 # surrogate pair `\ud83d\ude00`); the content dominates, and the twelve other
@@ -38,8 +39,6 @@ MAX_DOCUMENT_BYTES = 256 << 20
 MAX_BATCH_LINE_BYTES = 64 << 10
 MAX_BATCH_BYTES = 64 << 20
 
-_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-
 
 def _size(n: int) -> str:
     if n >= 1 << 20 and n % (1 << 20) == 0:
@@ -47,32 +46,6 @@ def _size(n: int) -> str:
     if n >= 1 << 10 and n % (1 << 10) == 0:
         return f"{n >> 10} KiB"
     return f"{n:,} bytes"
-
-
-def open_regular(path: str, what: str) -> BinaryIO:
-    """Open `path` for reading if it is a regular file; else one line (InputError).
-
-    `what` names the file in messages ("batch file", "chunk file").
-    """
-    try:
-        fd = os.open(path, _FLAGS)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such {what}") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory; name the {what}") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError as exc:
-        os.close(fd)
-        raise InputError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        if stat.S_ISDIR(mode):
-            raise InputError(f"{path}: is a directory; name the {what}")
-        raise InputError(f"{path}: the {what} is not a regular file (a device, pipe or socket)")
-    return os.fdopen(fd, "rb")
 
 
 def lstat_named(path: str, what: str) -> os.stat_result:

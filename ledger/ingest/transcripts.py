@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ from ledger.core.transcript import (
     exchange_record,
     parse_sidecar,
 )
+from ledger.safeio import read_input
 
 _NOT_ID = re.compile(r"[^a-z0-9-]+")
 
@@ -66,19 +66,7 @@ class Annotated:
 
 
 def _read(path: str, what: str) -> bytes:
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a directory; name the {what} file")
-    try:
-        # Without blocking: a named pipe with no writer is refused, not waited for.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise InputError(f"{path}: is not a regular file (device, pipe or socket)")
-            return f.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    return read_input(path, what=f"{what} file")
 
 
 def load_annotated(

@@ -98,11 +98,11 @@ def _umask() -> int:
 
 def test_read_input_refusals(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such transcript file"):
-        safeio.read_input(tmp_path / "missing.jsonl", what="transcript")
+        safeio.read_input(tmp_path / "missing.jsonl", what="transcript file")
     with pytest.raises(InputError, match="directory"):
-        safeio.read_input(tmp_path, what="transcript")
+        safeio.read_input(tmp_path, what="transcript file")
     (tmp_path / "a").write_bytes(b"\x00\xff")
-    assert safeio.read_input(tmp_path / "a", what="transcript") == b"\x00\xff"
+    assert safeio.read_input(tmp_path / "a", what="transcript file") == b"\x00\xff"
 
 
 # -- confirmation --------------------------------------------------------------------------
