@@ -655,12 +655,14 @@ def verify(
         if why is not None:
             problems.add(b.seq, "ingest", f"ingest batch {b.seq}: {why}")
             continue
-        check_payload(
-            b.seq,
-            "ingest",
-            ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count),
-            f"ingest batch {b.seq}",
-        )
+        names = _source_names(b.sources)
+        computed = ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count, names)
+        if payload.get(b.seq, computed) != computed:
+            # A batch written before its file names were covered has the older
+            # form; a changed name can never match either form of a newer one.
+            older = ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count, None)
+            computed = older if payload[b.seq] == older else computed
+        check_payload(b.seq, "ingest", computed, f"ingest batch {b.seq}")
     # Versions under an entry that is not an ingest batch: rows slipped in beside
     # the batches would otherwise become candidates of every later build.
     orphans = conn.execute(
@@ -874,23 +876,32 @@ def _int_or_none(value: Any) -> bool:
 
 def _bad_batch(b: Any, stored: int) -> str | None:
     """A batch row whose fields are not what ingest wrote (the counts and the
-    sources are shown by the ledger; the payload digest covers read/unchanged
-    and the versions, so new_count must equal the versions stored under it)."""
+    sources are shown by the ledger; the payload digest covers read/unchanged,
+    the sources and the versions, so new_count must equal the versions stored
+    under it)."""
     if not all(_int(v) for v in (b.seq, b.read_count, b.new_count, b.unchanged_count)):
         return "a count is not an integer"
     if b.new_count != stored:
         return f"records {b.new_count} new versions, {stored} are stored under it"
+    if _source_names(b.sources) is None:
+        return "its list of sources is not in its recorded form"
+    return None
+
+
+def _source_names(sources: Any) -> list[str] | None:
+    """A batch's file names (`batches.sources`), or None unless stored exactly as
+    ingest writes them (`json.dumps` of a list of strings)."""
     try:
-        names = json.loads(b.sources) if isinstance(b.sources, str) else None
+        names = json.loads(sources) if isinstance(sources, str) else None
     except ValueError:
-        names = None
+        return None
     if (
         not isinstance(names, list)
         or not all(isinstance(n, str) for n in names)
-        or (json.dumps(names) != b.sources)
+        or json.dumps(names) != sources
     ):
-        return "its list of sources is not in its recorded form"
-    return None
+        return None
+    return names
 
 
 def parse_checkpoint(text: str) -> tuple[int, str]:

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
+from ledger.core.canonical import canonical_bytes
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import (
     FIELDS,
@@ -115,12 +116,17 @@ def record_from_row(row: Any) -> ChunkRecord:
     )
 
 
-def ingest_payload_digest(conn: Connection, seq: int, read: int, unchanged: int) -> str:
-    """Digest of an ingest entry: its counts and the sorted record digests it added.
+def ingest_payload_digest(
+    conn: Connection, seq: int, read: int, unchanged: int, sources: list[str] | None
+) -> str:
+    """Digest of an ingest entry: its counts, the file names it read and the
+    sorted record digests it added.
 
     Streamed from the database in digest order, so verify and ingest compute it
     the same way and a million digests are never held in memory. It equals
-    `digest_value({"kind": "ingest", "new": [...], "read": R, "unchanged": U})`.
+    `digest_value({"kind": "ingest", "new": [...], "read": R, "sources": [...],
+    "unchanged": U})`. `sources` None is the form of ledgers written before the
+    sources were covered (no `sources` key): verify accepts it for their batches.
     """
     h = hashlib.sha256(b'{"kind":"ingest","new":[')
     first = True
@@ -136,7 +142,10 @@ def ingest_payload_digest(conn: Connection, seq: int, read: int, unchanged: int)
     for (digest,) in result:
         h.update(b'"' + digest.encode() + b'"' if first else b',"' + digest.encode() + b'"')
         first = False
-    h.update(b'],"read":' + str(read).encode() + b',"unchanged":' + str(unchanged).encode() + b"}")
+    h.update(b'],"read":' + str(read).encode())
+    if sources is not None:
+        h.update(b',"sources":' + canonical_bytes(sources))
+    h.update(b',"unchanged":' + str(unchanged).encode() + b"}")
     return h.hexdigest()
 
 
@@ -273,6 +282,7 @@ def store_records(
     group); either way nothing is stored. `notes` is read after the records (the
     readers add to it while they run).
     """
+    names = [os.path.basename(p) for p in paths]
     with write_transaction(engine) as conn:
         seq = reserve_entry(conn, "ingest")
         conn.execute(
@@ -281,7 +291,7 @@ def store_records(
                 read_count=0,
                 new_count=0,
                 unchanged_count=0,
-                sources=json.dumps([os.path.basename(p) for p in paths]),
+                sources=json.dumps(names),
             )
         )
         read = new = unchanged = 0
@@ -307,5 +317,5 @@ def store_records(
             .where(batches.c.seq == seq)
             .values(read_count=read, new_count=new, unchanged_count=unchanged)
         )
-        seal_entry(conn, seq, ingest_payload_digest(conn, seq, read, unchanged))
+        seal_entry(conn, seq, ingest_payload_digest(conn, seq, read, unchanged, names))
     return IngestSummary(seq, read, new, unchanged, tuple(notes))
