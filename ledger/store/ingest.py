@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, select, update
@@ -65,6 +65,7 @@ _ROW_COLUMNS = (
     "content_digest",
     "record_digest",
     "batch_seq",
+    "scope",
 )
 
 
@@ -86,6 +87,7 @@ def _row(rec: ChunkRecord, digest: str, batch_seq: int) -> tuple[Any, ...]:
         hashlib.sha256(rec.content.encode("utf-8")).hexdigest(),
         digest,
         batch_seq,
+        rec.scope,
     )
 
 
@@ -113,6 +115,7 @@ def record_from_row(row: Any) -> ChunkRecord:
         # Document versions (revision 0007) hash their title and path as well.
         title=getattr(row, "title", None),
         path=getattr(row, "path", None),
+        scope=getattr(row, "scope", None),
     )
 
 
@@ -179,7 +182,10 @@ def _store_slice(conn: Connection, recs: Pending, seq: int) -> tuple[int, int]:
             seen[key] = digest
             rows.append(_row(rec, digest, seq))
             new += 1
-        elif known == digest:
+        elif known == digest or (
+            rec.scope is not None and known == record_digest(replace(rec, scope=None))
+        ):
+            # (An exchange stored before scopes were recorded hashes without it.)
             unchanged += 1
         else:
             raise RefusedError(
