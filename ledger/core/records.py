@@ -413,8 +413,8 @@ def record_digest(rec: ChunkRecord) -> str:
     8785 text can be written out directly, 4x faster than the general encoder;
     tests check it against `ChunkRecord.record_digest` and the `rfc8785` package.
     """
-    if rec.title is not None or rec.path is not None or rec.scope is not None:
-        # A document or an exchange: more fields, through the general RFC 8785 encoder.
+    if rec.title is not None or rec.path is not None:
+        # A document version: two more fields, through the general RFC 8785 encoder.
         return digest_trusted(rec.to_json())
     text = (
         '{"content":'
@@ -435,6 +435,8 @@ def record_digest(rec: ChunkRecord) -> str:
         + ("true" if rec.required else "false")
         + ',"required_permission":'
         + _str(rec.required_permission)
+        # A transcript exchange's scope (keys in order: "scope" sorts here).
+        + ("" if rec.scope is None else ',"scope":' + _str(rec.scope))
         + ',"section":'
         + _str(rec.section)
         + ',"source_uri":'
