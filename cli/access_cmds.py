@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from ledger.core.errors import InputError
-from ledger_cli.common import echo_json, json_option, pass_ledger
+from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -25,6 +25,10 @@ def subject_group() -> None:
 
 
 def _report(change: Any, subject: str, permissions: tuple[str, ...]) -> None:
+    if change.entry is not None:
+        from ledger_cli.main import RECORDED
+
+        RECORDED.append(f"entry {change.entry} ({change.data['action']}) was")
     if change.entry is None:
         click.echo(
             f"subject '{subject}' already holds {', '.join(sorted(set(permissions)))}; "
@@ -101,7 +105,7 @@ def policy_group() -> None:
     metavar="LABEL",
     help="A trust label to allow; repeat for several. Replaces the allowed set.",
 )
-@click.option("--budget", type=int, help="Default token budget of builds.")
+@click.option("--budget", type=INTEGER, help="Default token budget of builds.")
 @click.option(
     "--retain-bodies",
     "retain_bodies",
@@ -124,12 +128,15 @@ def policy_set_command(
         raise click.UsageError(
             "give --allow-trust LABEL (repeatable), --budget N and/or --retain-bodies DAYS"
         )
+    from ledger.core.numbers import ascii_int
+
     retain: int | Literal["off"] | None = None
     if retain_bodies is not None:
+        days = ascii_int(retain_bodies)  # the one parser: int() fails past 4,300 digits
         if retain_bodies.strip().lower() == "off":
             retain = "off"
-        elif retain_bodies.strip().isascii() and retain_bodies.strip().isdigit():
-            retain = int(retain_bodies.strip())
+        elif days is not None:
+            retain = days
         else:
             raise InputError(
                 f"--retain-bodies: {retain_bodies!r} is not a number of days; give DAYS "
@@ -144,6 +151,9 @@ def policy_set_command(
     if change.entry is None:
         click.echo(f"policy unchanged ({desc}); nothing recorded", err=True)
     else:
+        from ledger_cli.main import RECORDED
+
+        RECORDED.append(f"entry {change.entry} (policy) was")
         click.echo(f"entry {change.entry}: policy {desc}")
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ledger_cli.common import echo_json, json_option, pass_ledger
+from ledger_cli.common import WholeNumber, echo_json, json_option, pass_ledger
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -165,7 +165,11 @@ def verify_command(
 
 @click.command("head")
 @click.option(
-    "--at", "at", type=click.IntRange(min=1), metavar="SEQ", help="Entry SEQ instead of the newest."
+    "--at",
+    "at",
+    type=WholeNumber(minimum=1),
+    metavar="SEQ",
+    help="Entry SEQ instead of the newest.",
 )
 @json_option
 @pass_ledger

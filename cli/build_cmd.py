@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledger_cli.common import echo_json, json_option, pass_ledger
+from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     "--as-of", "as_of", metavar="DATE", help="Valid-time date YYYY-MM-DD the pack is for."
 )
 @click.option("--subject", default="default", show_default=True, help="Who the pack is built for.")
-@click.option("--budget", type=int, help="Token budget; default: the policy's budget.")
+@click.option("--budget", type=INTEGER, help="Token budget; default: the policy's budget.")
 @click.option(
     "--counter",
     default="estimated_tokens",
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 @click.option(
     "--ledger-at",
     "ledger_at",
-    type=int,
+    type=INTEGER,
     metavar="SEQ",
     help="Build against the ledger as it stood at entry SEQ.",
 )
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--top",
-    type=int,
+    type=INTEGER,
     metavar="K",
     help="With --query: how many chunk ids to retrieve (default 20).",
 )

@@ -7,11 +7,45 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import update_wrapper
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ledger_cli.main import Settings
+
+if TYPE_CHECKING:  # generic only in click 8.2+ (the floor is 8.1)
+    _IntParam = click.ParamType[int]
+else:
+    _IntParam = click.ParamType
+
+
+class WholeNumber(_IntParam):
+    """An integer option or argument through the one parser (`ledger.core.numbers`):
+    ASCII digits, a leading `-` allowed (the library's range checks then name the
+    rule); never `١٧٠`, ` 1`, `+1` or `1_000`, which `int()` would take."""
+
+    name = "integer"
+
+    def __init__(self, minimum: int | None = None) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from ledger.core.numbers import ascii_int
+
+        if isinstance(value, int) and not isinstance(value, bool):
+            n: int | None = value  # a default
+        else:
+            n = ascii_int(str(value), signed=True)
+        text = str(value)
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        if n is None:
+            self.fail(f"{shown!r} is not a whole number (ASCII digits 0-9)", param, ctx)
+        if self.minimum is not None and n < self.minimum:
+            self.fail(f"{shown} is below {self.minimum}", param, ctx)
+        return n
+
+
+INTEGER = WholeNumber()
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print data alone as JSON on stdout (keys sorted)."

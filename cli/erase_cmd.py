@@ -63,6 +63,10 @@ def erase_command(
     if reason is None:
         raise ContextError("--reason TEXT is required: say why the bodies are erased", EXIT_USAGE)
     result = lg.erase(list(refs), reason=reason, ended_before=ended_before, retention=retention)
+    if result.entry is not None:
+        from ledger_cli.main import RECORDED
+
+        RECORDED.append(f"entry {result.entry} (erase) was")
     if as_json:
         echo_json(result.to_json())
     already = len(result.already_erased)

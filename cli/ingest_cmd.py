@@ -126,6 +126,7 @@ def ingest_command(
     from ledger import IngestSummary
 
     assert isinstance(summary, IngestSummary)  # without rules it reads chunk records
+    _recorded(summary.batch)
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)
     if as_json:
@@ -137,7 +138,16 @@ def ingest_command(
         )
 
 
+def _recorded(batch: int | None) -> None:
+    """Tell main() the batch is committed: if printing fails, it says so (exit 0)."""
+    if batch is not None:
+        from ledger_cli.main import RECORDED
+
+        RECORDED.append(f"batch {batch} (entry {batch}) was")
+
+
 def _render_documents(summary: Any, as_json: bool) -> None:
+    _recorded(summary.batch)
     if as_json:
         echo_json(summary.to_json())
         return

@@ -226,7 +226,15 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("error: aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
-        exc.show()
+        ctx = getattr(exc, "ctx", None)
+        path = ctx.command_path if ctx is not None else ""
+        if path.split(" ")[1:2] in (["pack"], ["select"], ["transcript"]):
+            exc.show()  # the compatibility commands keep their references' form
+        else:
+            # One line, as every other error: what, and where to read how.
+            said = " ".join(exc.format_message().split()).rstrip(".")
+            hint = f" (see `{path} --help`)" if ctx is not None and exc.exit_code == 2 else ""
+            click.echo(f"error: {said}{hint}", err=True)
         sys.exit(exc.exit_code if exc.exit_code is not None else EXIT_USAGE)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -244,7 +252,12 @@ def main(argv: list[str] | None = None) -> None:
         if RECORDED:
             click.echo(
                 f"warning: {', '.join(RECORDED)} recorded, but printing failed: "
-                f"cannot write to standard output ({reason}); `ledger show` prints it",
+                f"cannot write to standard output ({reason}); "
+                + (
+                    "`ledger show` prints it"
+                    if all(r.startswith("pack") for r in RECORDED)
+                    else "do not run it again (`ledger head` names the newest entry)"
+                ),
                 err=True,
             )
             sys.exit(0)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ledger_cli.common import echo_json, json_option, pass_ledger
+from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
 from ledger_cli.main import Settings
 
 if TYPE_CHECKING:
@@ -127,16 +127,19 @@ def checkpoint_verify_command(file: Path, vkey: str, as_json: bool) -> None:
 
 def _count(value: str, what: str) -> int:
     from ledger.core.errors import InputError
+    from ledger.core.numbers import ascii_int
 
-    if not value.isdigit():
-        raise InputError(f"{what} {value!r}: give a number of entries (0, 1, 2, ...)")
-    return int(value)
+    n = ascii_int(value)  # `isdigit()` is true for '²', which int() refuses
+    if n is None:
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise InputError(f"{what} {shown!r}: give a number of entries (0, 1, 2, ...)")
+    return n
 
 
 @click.command("prove")
 @click.argument("args", nargs=-1, metavar="PACK | --consistency OLD [NEW]")
 @click.option(
-    "--size", type=int, metavar="N", help="Prove in the tree of N entries (default: now)."
+    "--size", type=INTEGER, metavar="N", help="Prove in the tree of N entries (default: now)."
 )
 @click.option(
     "--consistency", is_flag=True, help="Prove the tree of NEW entries extends the tree of OLD."

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ledger_cli.common import pass_ledger
+from ledger_cli.common import WholeNumber, pass_ledger
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -45,7 +45,7 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,79}")
 )
 @click.option(
     "--max-hints",
-    type=click.IntRange(min=0),
+    type=WholeNumber(minimum=0),
     default=200,
     show_default=True,
     help="PACK: compute 'would admit it' for at most this many evictions, in table order.",

@@ -41,6 +41,9 @@ def retract_command(
     ledger retract a-1 a-2 --from 2026-08-01 --json
     """
     result = lg.retract(list(ids), from_date=from_date, reason=reason)
+    from ledger_cli.main import RECORDED
+
+    RECORDED.append(f"entry {result.entry} (retract) was")
     if as_json:
         echo_json(result.to_json())
     else:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ledger_cli.common import echo_json, json_option, pass_ledger
+from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 @click.command("search")
 @click.argument("text")
 @click.option("--as-of", "as_of", metavar="DATE", help="Only versions valid on DATE (YYYY-MM-DD).")
-@click.option("--limit", type=int, default=10, show_default=True, help="At most N results.")
+@click.option("--limit", type=INTEGER, default=10, show_default=True, help="At most N results.")
 @click.option("--with-content", is_flag=True, help="Add a snippet of each body around the match.")
 @json_option
 @pass_ledger
@@ -53,7 +53,7 @@ def search_command(
 @click.option("--subject", default="default", show_default=True,
               help="Without --pack: the newest pack of this subject.")  # fmt: skip
 @click.option(
-    "--limit", type=int, default=5, show_default=True, help="At most N matching versions."
+    "--limit", type=INTEGER, default=5, show_default=True, help="At most N matching versions."
 )
 @json_option
 @pass_ledger

@@ -55,6 +55,8 @@ MAX_PRIORITY = 100
 MAX_URI = 300
 MAX_SOURCE_VERSION = 80
 MAX_SHORT_TEXT = 200
+# The scope of a transcript exchange (`ChunkRecord.scope`); a document has none.
+EXCHANGE_SCOPE = "transcript"
 FIXTURE_MAX_CONTENT = 10_000
 LEDGER_MAX_CONTENT = 1_000_000
 
@@ -110,10 +112,14 @@ class ChunkRecord:
     # In the record digest when present, so records without them keep their digests.
     title: str | None = None
     path: str | None = None
+    # Which packs may consider the version: None (documents) or `EXCHANGE_SCOPE`.
+    # Set only by the transcript ingest path, never by `validate_chunk` (a record
+    # cannot claim it); in the record digest when set, like `title` and `path`.
+    scope: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The 13 fields (and `title`/`path` when set) as plain JSON values: the
-        record whose canonical JSON is hashed."""
+        """The 13 fields (and `title`/`path`/`scope` when set) as plain JSON values:
+        the record whose canonical JSON is hashed."""
         data: dict[str, Any] = {
             "id": self.id,
             "section": self.section,
@@ -129,7 +135,7 @@ class ChunkRecord:
             "required": self.required,
             "content": self.content,
         }
-        return with_set(data, title=self.title, path=self.path)
+        return with_set(data, title=self.title, path=self.path, scope=self.scope)
 
     @property
     def record_digest(self) -> str:
@@ -429,6 +435,8 @@ def record_digest(rec: ChunkRecord) -> str:
         + ("true" if rec.required else "false")
         + ',"required_permission":'
         + _str(rec.required_permission)
+        # A transcript exchange's scope (keys in order: "scope" sorts here).
+        + ("" if rec.scope is None else ',"scope":' + _str(rec.scope))
         + ',"section":'
         + _str(rec.section)
         + ',"source_uri":'

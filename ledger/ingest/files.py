@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import stat
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from ledger.core.errors import InputError
-from ledger.core.records import ChunkRecord, RecordError, validate_chunk
+from ledger.core.records import EXCHANGE_SCOPE, ChunkRecord, RecordError, validate_chunk
 from ledger.core.strictjson import StrictJSONError, loads_strict
 from ledger.ingest.source import iter_lines, lstat_named, read_whole
 from ledger.safeio import open_regular
@@ -301,6 +302,12 @@ def read_records(
             raw = _iter_jsonl(path, progress)
         else:
             raw = _iter_json(path, fmt, notes, progress)
+        if kind == "transcript":
+            # The one path that writes a scope: an exchange read from a transcript.
+            # A record of any other input cannot claim it (it is no record field).
+            for where, obj in raw:
+                yield where, replace(validated(where, obj), scope=EXCHANGE_SCOPE)
+            continue
         for where, obj in raw:
             yield where, validated(where, obj)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
@@ -27,6 +27,7 @@ from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFound
 from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, REASON_NAMES
 from ledger.core.reasons import REASONS as GATE_ORDER
+from ledger.core.records import EXCHANGE_SCOPE, ChunkRecord, record_digest
 from ledger.core.select import admission_hint
 from ledger.store import tree
 from ledger.store.access import Policy, grant_payload, policy_payload
@@ -78,6 +79,7 @@ def resolve_ref(conn: Connection, ref: str) -> Sequence[Any]:
         c.content_digest,
         c.batch_seq,
         c.source_uri,
+        c.scope,
     ]
     rows = conn.execute(select(*cols).where(c.chunk_id == ref).order_by(c.vid)).all()
     if rows:
@@ -350,9 +352,9 @@ def _not_considered_why(
         return "no pack has been built yet"
     # Packs are scoped (documents, or one transcript annotation): only packs of the
     # version's own scope could have considered it.
-    from ledger.store.build import DOCUMENTS, TRANSCRIPT_SCOPE, TRANSCRIPT_URI
+    from ledger.store.build import DOCUMENTS, TRANSCRIPT_SCOPE
 
-    transcript = v.source_uri.startswith(TRANSCRIPT_URI)
+    transcript = v.scope is not None
     scope = TRANSCRIPT_SCOPE + v.source_version if transcript else DOCUMENTS
     last_pack = conn.execute(
         select(packs.c.pack_no, packs.c.ledger_mark)
@@ -648,19 +650,26 @@ def verify(
         ).all()
     )
     for b in conn.execute(select(batches).where(batches.c.seq > after).order_by(batches.c.seq)):
-        for bad in _bad_versions(conn, b.seq):
+        why = _bad_batch(b, stored_per_batch.get(b.seq, 0))
+        computed, legacy = "", None  # legacy: written before schema 0010 (None: unknown)
+        if why is None:
+            names = _source_names(b.sources)
+            computed = ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count, names)
+            legacy = False
+            if payload.get(b.seq, computed) != computed:
+                # A batch written before its file names were covered (and its
+                # versions' scopes) has the older form; a changed name can never
+                # match either form of a newer batch, nor make one look older.
+                older = ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count, None)
+                if payload[b.seq] == older:
+                    computed, legacy = older, True
+        for bad in _bad_versions(conn, b.seq, legacy):
             problems.add(b.seq, "ingest", bad)
             break
-        why = _bad_batch(b, stored_per_batch.get(b.seq, 0))
         if why is not None:
             problems.add(b.seq, "ingest", f"ingest batch {b.seq}: {why}")
             continue
-        check_payload(
-            b.seq,
-            "ingest",
-            ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count),
-            f"ingest batch {b.seq}",
-        )
+        check_payload(b.seq, "ingest", computed, f"ingest batch {b.seq}")
     # Versions under an entry that is not an ingest batch: rows slipped in beside
     # the batches would otherwise become candidates of every later build.
     orphans = conn.execute(
@@ -874,23 +883,32 @@ def _int_or_none(value: Any) -> bool:
 
 def _bad_batch(b: Any, stored: int) -> str | None:
     """A batch row whose fields are not what ingest wrote (the counts and the
-    sources are shown by the ledger; the payload digest covers read/unchanged
-    and the versions, so new_count must equal the versions stored under it)."""
+    sources are shown by the ledger; the payload digest covers read/unchanged,
+    the sources and the versions, so new_count must equal the versions stored
+    under it)."""
     if not all(_int(v) for v in (b.seq, b.read_count, b.new_count, b.unchanged_count)):
         return "a count is not an integer"
     if b.new_count != stored:
         return f"records {b.new_count} new versions, {stored} are stored under it"
+    if _source_names(b.sources) is None:
+        return "its list of sources is not in its recorded form"
+    return None
+
+
+def _source_names(sources: Any) -> list[str] | None:
+    """A batch's file names (`batches.sources`), or None unless stored exactly as
+    ingest writes them (`json.dumps` of a list of strings)."""
     try:
-        names = json.loads(b.sources) if isinstance(b.sources, str) else None
+        names = json.loads(sources) if isinstance(sources, str) else None
     except ValueError:
-        names = None
+        return None
     if (
         not isinstance(names, list)
         or not all(isinstance(n, str) for n in names)
-        or (json.dumps(names) != b.sources)
+        or json.dumps(names) != sources
     ):
-        return "its list of sources is not in its recorded form"
-    return None
+        return None
+    return names
 
 
 def parse_checkpoint(text: str) -> tuple[int, str]:
@@ -915,14 +933,18 @@ _VERSION_TEXTS = (
 )
 
 
-def _bad_versions(conn: Connection, seq: int) -> Iterator[str]:
+def _bad_versions(conn: Connection, seq: int, legacy: bool | None) -> Iterator[str]:
     """Versions of one batch whose stored digests do not match their fields."""
-    return _bad_rows(conn, versions.c.batch_seq == seq)
+    return _bad_rows(conn, versions.c.batch_seq == seq, legacy=legacy)
 
 
-def _bad_rows(conn: Connection, condition: Any, only: set[int] | None = None) -> Iterator[str]:
+def _bad_rows(
+    conn: Connection, condition: Any, only: set[int] | None = None, legacy: bool | None = None
+) -> Iterator[str]:
     """Versions of a batch whose stored digests do not match their fields.
 
+    `legacy`: the batch was written before schema 0010 (see `_scope_problem`);
+    None when that is not known (replay, a batch whose own fields are bad).
     On SQLite the body is read as its bytes (and its storage type), so that a
     body that is not valid UTF-8, or stored as a BLOB, is reported by name
     instead of failing the read (whose message would quote the body)."""
@@ -950,10 +972,33 @@ def _bad_rows(conn: Connection, condition: Any, only: set[int] | None = None) ->
     # `verify` stops at the first bad version: the generator is closed then, and
     # `with` closes the streaming (PostgreSQL: server-side) cursor with it.
     with result:
-        yield from _bad_in(result, only)
+        yield from _bad_in(result, only, legacy)
 
 
-def _bad_in(result: Any, only: set[int] | None) -> Iterator[str]:
+def _legacy_scope(source_uri: str) -> str | None:
+    """The scope a version stored before schema 0010 had: its URI decided it (the
+    rule migration 0010 back-fills by)."""
+    return EXCHANGE_SCOPE if source_uri.startswith("transcript://") else None
+
+
+def _scope_problem(rec: ChunkRecord, stored: str, legacy: bool | None) -> str | None:
+    """Why a version's fields, scope included, do not match its stored record digest.
+
+    Versions of batches written since schema 0010 hash their scope when set. An
+    older version's digest does not cover it, so its scope must be the one its URI
+    gave it then; whether a batch is older is told by its entry's payload form,
+    which the chain covers. Unknown (None): either form is accepted."""
+    if legacy is not True and rec.record_digest == stored:
+        return None
+    if legacy is True or (legacy is None and rec.scope is not None):
+        if rec.scope != _legacy_scope(rec.source_uri):
+            return "its scope is not the one it was ingested with"
+        if record_digest(replace(rec, scope=None)) == stored:
+            return None
+    return "fields do not match the record digest"
+
+
+def _bad_in(result: Any, only: set[int] | None, legacy: bool | None) -> Iterator[str]:
     for row in result:
         if only is not None and row.vid not in only:
             continue
@@ -967,7 +1012,7 @@ def _bad_in(result: Any, only: set[int] | None) -> Iterator[str]:
             yield f"{name}: a stored field has the wrong type"
             continue
         if row.raw is None and row.erased_by is not None:
-            why = _bad_erased(row, name)
+            why = _bad_erased(row, name, legacy)
             if why is not None:
                 yield why
             continue
@@ -994,25 +1039,35 @@ def _bad_in(result: Any, only: set[int] | None) -> Iterator[str]:
             continue
         try:
             rec = record_from_row(_WithContent(row, content))
-            digest = rec.record_digest
+            why = _scope_problem(rec, row.record_digest, legacy)
         except Exception as exc:  # a tampered row may not even be a valid record
             yield f"{name}: stored fields are not a valid record ({type(exc).__name__})"
             continue
-        if digest != row.record_digest:
-            yield f"{name}: fields do not match the record digest"
+        if why is not None:
+            yield f"{name}: {why}"
 
 
-def _bad_erased(row: Any, name: str) -> str | None:
-    """An erased version: its fields against the metadata digest its erasure kept."""
+def _bad_erased(row: Any, name: str, legacy: bool | None) -> str | None:
+    """An erased version: its fields against the metadata digest its erasure kept.
+
+    The scope as for a stored body (`_scope_problem`): a version of a batch
+    written before schema 0010 may have been erased before its scope was stored
+    (its metadata digest then has none), and its scope is its URI's."""
     from ledger.core.erasure import metadata_digest
 
     try:
-        rec = record_from_row(_WithContent(row, "")).to_json()
+        rec = record_from_row(_WithContent(row, ""))
+        if legacy is not True and metadata_digest(rec.to_json(), row.content_digest) == (
+            row.erased_meta
+        ):
+            return None
+        if legacy is not False and rec.scope == _legacy_scope(rec.source_uri):
+            forms = (rec, replace(rec, scope=None))
+            if row.erased_meta in {metadata_digest(r.to_json(), row.content_digest) for r in forms}:
+                return None
     except Exception as exc:  # a tampered row may not even be a valid record
         return f"{name}: stored fields are not a valid record ({type(exc).__name__})"
-    if metadata_digest(rec, row.content_digest) != row.erased_meta:
-        return f"{name}: fields do not match the metadata digest its erasure recorded"
-    return None
+    return f"{name}: fields do not match the metadata digest its erasure recorded"
 
 
 class _WithContent:

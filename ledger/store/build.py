@@ -23,6 +23,7 @@ from ledger.core.context import Context
 from ledger.core.errors import InputError, IntegrityError, RefusedError
 from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, check_date
+from ledger.core.records import EXCHANGE_SCOPE
 from ledger.core.select import (
     DEFAULT_ORDER,
     SELECTOR_VERSION,
@@ -40,7 +41,6 @@ from ledger.tokens import ESTIMATED, counter_id, text_counter
 
 DOCUMENTS = "documents"
 TRANSCRIPT_SCOPE = "transcript:"
-TRANSCRIPT_URI = "transcript://"
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,11 +242,13 @@ def load_candidates(
         c.batch_seq,
     ]
     query = select(*cols).where(c.batch_seq <= mark)
+    # By the stored scope, which only the transcript ingest path writes: never
+    # by a field a record carries (a `transcript://` URI is an ordinary URI).
     if scope == DOCUMENTS:
-        query = query.where(~c.source_uri.startswith(TRANSCRIPT_URI, autoescape=True))
+        query = query.where(c.scope.is_(None))
     elif scope.startswith(TRANSCRIPT_SCOPE):
         query = query.where(
-            c.source_uri.startswith(TRANSCRIPT_URI, autoescape=True),
+            c.scope == EXCHANGE_SCOPE,
             c.source_version == scope[len(TRANSCRIPT_SCOPE) :],
         )
     else:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Connection, func, insert, select, update
 
 from ledger.core.chain import GENESIS, entry_hash  # the formulas, pure (proofs need them)
+from ledger.core.numbers import backend_max
 from ledger.store.schema import entries
 from ledger.store.tree import append_entry
 
@@ -39,6 +40,9 @@ def read_head(conn: Connection) -> Head:
 
 
 def entry_at(conn: Connection, seq: int) -> Head | None:
+    """Entry `seq`, or None (also for a number no entry column of this backend holds)."""
+    if not 1 <= seq <= backend_max(conn.dialect.name):
+        return None
     row = conn.execute(
         select(entries.c.seq, entries.c.entry_hash).where(entries.c.seq == seq)
     ).first()

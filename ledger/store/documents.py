@@ -310,13 +310,14 @@ def store_run(
     batch_seq: int | None = None
     if new_plans:
         batch_seq = reserve_entry(conn, "ingest")
+        names = sorted({os.path.basename(os.path.normpath(p)) for p in paths})
         conn.execute(
             insert(batches).values(
                 seq=batch_seq,
                 read_count=read,
                 new_count=len(new_plans),
                 unchanged_count=unchanged,
-                sources=json.dumps(sorted({os.path.basename(os.path.normpath(p)) for p in paths})),
+                sources=json.dumps(names),
             )
         )
         for start in range(0, len(new_plans), 2000):
@@ -325,7 +326,7 @@ def store_run(
             )
         _check_dedupe(conn, new_plans)
         index_batch(conn, batch_seq)  # the full-text index, in the same transaction
-        seal_entry(conn, batch_seq, ingest_payload_digest(conn, batch_seq, read, unchanged))
+        seal_entry(conn, batch_seq, ingest_payload_digest(conn, batch_seq, read, unchanged, names))
     if moves:
         conn.execute(
             update(versions)

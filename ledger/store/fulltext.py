@@ -169,9 +169,6 @@ def _matches(conn: Connection, query: Query) -> tuple[str, dict[str, Any]]:
     )
 
 
-_TRANSCRIPT_URI = "transcript://"
-
-
 def _filters(
     as_of: str | None,
     mark: int | None,
@@ -193,7 +190,7 @@ def _filters(
         where.append("v.section = :section")
         params["section"] = section
     if documents_only:
-        where.append("v.source_uri NOT LIKE 'transcript://%'")
+        where.append("v.scope IS NULL")
     if vids is not None:
         names = []
         for i, vid in enumerate(vids):
@@ -373,7 +370,7 @@ def retrieve_data(conn: Connection, data: bytes, path: str, mark: int) -> Retrie
         rows = conn.execute(
             text(
                 "SELECT chunk_id, source_version FROM chunk_versions WHERE batch_seq <= :mark "
-                f"AND source_uri NOT LIKE '{_TRANSCRIPT_URI}%' AND chunk_id IN ({', '.join(names)})"
+                f"AND scope IS NULL AND chunk_id IN ({', '.join(names)})"
             ),
             params,
         )

@@ -11,12 +11,13 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
+from ledger.core.canonical import canonical_bytes
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import (
     FIELDS,
@@ -64,6 +65,7 @@ _ROW_COLUMNS = (
     "content_digest",
     "record_digest",
     "batch_seq",
+    "scope",
 )
 
 
@@ -85,6 +87,7 @@ def _row(rec: ChunkRecord, digest: str, batch_seq: int) -> tuple[Any, ...]:
         hashlib.sha256(rec.content.encode("utf-8")).hexdigest(),
         digest,
         batch_seq,
+        rec.scope,
     )
 
 
@@ -112,15 +115,21 @@ def record_from_row(row: Any) -> ChunkRecord:
         # Document versions (revision 0007) hash their title and path as well.
         title=getattr(row, "title", None),
         path=getattr(row, "path", None),
+        scope=getattr(row, "scope", None),
     )
 
 
-def ingest_payload_digest(conn: Connection, seq: int, read: int, unchanged: int) -> str:
-    """Digest of an ingest entry: its counts and the sorted record digests it added.
+def ingest_payload_digest(
+    conn: Connection, seq: int, read: int, unchanged: int, sources: list[str] | None
+) -> str:
+    """Digest of an ingest entry: its counts, the file names it read and the
+    sorted record digests it added.
 
     Streamed from the database in digest order, so verify and ingest compute it
     the same way and a million digests are never held in memory. It equals
-    `digest_value({"kind": "ingest", "new": [...], "read": R, "unchanged": U})`.
+    `digest_value({"kind": "ingest", "new": [...], "read": R, "sources": [...],
+    "unchanged": U})`. `sources` None is the form of ledgers written before the
+    sources were covered (no `sources` key): verify accepts it for their batches.
     """
     h = hashlib.sha256(b'{"kind":"ingest","new":[')
     first = True
@@ -136,7 +145,10 @@ def ingest_payload_digest(conn: Connection, seq: int, read: int, unchanged: int)
     for (digest,) in result:
         h.update(b'"' + digest.encode() + b'"' if first else b',"' + digest.encode() + b'"')
         first = False
-    h.update(b'],"read":' + str(read).encode() + b',"unchanged":' + str(unchanged).encode() + b"}")
+    h.update(b'],"read":' + str(read).encode())
+    if sources is not None:
+        h.update(b',"sources":' + canonical_bytes(sources))
+    h.update(b',"unchanged":' + str(unchanged).encode() + b"}")
     return h.hexdigest()
 
 
@@ -170,7 +182,10 @@ def _store_slice(conn: Connection, recs: Pending, seq: int) -> tuple[int, int]:
             seen[key] = digest
             rows.append(_row(rec, digest, seq))
             new += 1
-        elif known == digest:
+        elif known == digest or (
+            rec.scope is not None and known == record_digest(replace(rec, scope=None))
+        ):
+            # (An exchange stored before scopes were recorded hashes without it.)
             unchanged += 1
         else:
             raise RefusedError(
@@ -273,6 +288,7 @@ def store_records(
     group); either way nothing is stored. `notes` is read after the records (the
     readers add to it while they run).
     """
+    names = [os.path.basename(p) for p in paths]
     with write_transaction(engine) as conn:
         seq = reserve_entry(conn, "ingest")
         conn.execute(
@@ -281,7 +297,7 @@ def store_records(
                 read_count=0,
                 new_count=0,
                 unchanged_count=0,
-                sources=json.dumps([os.path.basename(p) for p in paths]),
+                sources=json.dumps(names),
             )
         )
         read = new = unchanged = 0
@@ -307,5 +323,5 @@ def store_records(
             .where(batches.c.seq == seq)
             .values(read_count=read, new_count=new, unchanged_count=unchanged)
         )
-        seal_entry(conn, seq, ingest_payload_digest(conn, seq, read, unchanged))
+        seal_entry(conn, seq, ingest_payload_digest(conn, seq, read, unchanged, names))
     return IngestSummary(seq, read, new, unchanged, tuple(notes))

@@ -16,17 +16,13 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
+from ledger.core.numbers import ascii_int, backend_max
 from ledger.core.reasons import REASON_CODES, REASON_NAMES, SECTIONS
 from ledger.core.records import printable
 from ledger.store.engine import fetch_tuples
 from ledger.store.schema import decisions, packs, retractions, versions
 
 _HEX = re.compile(r"[0-9a-f]+")
-
-
-# The largest pack number each backend's INTEGER column can hold: a larger
-# number names no pack (exit 3), instead of overflowing the driver.
-MAX_PACK_NUMBER = {"sqlite": 2**63 - 1, "postgresql": 2**31 - 1}
 
 
 class PackRefError(InputError):
@@ -36,33 +32,41 @@ class PackRefError(InputError):
 
 
 def parse_pack_number(ref: str, dialect: str) -> int | None:
-    """The one parser of PACK numbers: ASCII digits only (`²` is no number),
-    range-checked for the backend. None: not a number; 0: out of range."""
-    text = ref.strip()
-    if not (text and text.isascii() and text.isdigit()):
+    """The one parser of PACK numbers: ASCII digits only (`²`, `1 ` and `+1` are
+    no numbers; `ledger.core.numbers`), range-checked for the backend. None: not
+    a number; 0: out of range."""
+    n = ascii_int(ref)
+    if n is None:
         return None
-    if len(text) > 19:  # beyond every backend's range (and int()'s digit limit)
-        return 0
-    n = int(text)
-    return n if 1 <= n <= MAX_PACK_NUMBER.get(dialect, 2**31 - 1) else 0
+    return n if 1 <= n <= backend_max(dialect) else 0
+
+
+def _shown(ref: str) -> str:
+    """A PACK argument as a message shows it: at most 40 characters of it."""
+    return ref if len(ref) <= 40 else ref[:40] + "..."
 
 
 def resolve_pack(conn: Connection, ref: str) -> int:
     """PACK: a pack number, or a unique prefix (6+ hex characters) of a pack digest.
 
     A number out of the backend's range names no pack (NotFoundError, exit 3);
-    text that is neither is a usage error (exit 2)."""
-    ref = ref.strip().lower()
+    text that is neither is a usage error (exit 2). Nothing is stripped: a
+    value with a space or a newline is not what the user meant to name."""
     n = parse_pack_number(ref, conn.dialect.name)
+    no_number = ""
     if n is not None:
         if n and conn.execute(select(packs.c.pack_no).where(packs.c.pack_no == n)).first():
             return n
+        top = backend_max(conn.dialect.name)
+        limit = f" (pack numbers end at {top} here)" if (ascii_int(ref) or 0) > top else ""
+        no_number = f"no pack {_shown(ref)}{limit}"
         if len(ref) < 6:
-            raise NotFoundError(f"no pack {int(ref) if n else ref}; `ledger packs` lists them")
+            raise NotFoundError(f"{no_number}; `ledger packs` lists them")
+    ref = ref.lower()
     if len(ref) < 6 or not _HEX.fullmatch(ref):
         raise PackRefError(
-            f"PACK {ref!r}: give a pack number (ASCII digits) or at least 6 hex characters "
-            "of a pack digest"
+            f"PACK {_shown(ref)!r}: give a pack number (ASCII digits) or at least 6 hex "
+            "characters of a pack digest"
         )
     rows = conn.execute(
         select(packs.c.pack_no, packs.c.pack_digest)
@@ -70,6 +74,8 @@ def resolve_pack(conn: Connection, ref: str) -> int:
         .limit(11)
     ).all()
     if not rows:
+        if no_number:  # digits are hex too: neither a number nor a digest prefix
+            raise NotFoundError(f"{no_number}, and no pack digest starts with it")
         raise NotFoundError(f"no pack whose digest starts with {ref}")
     numbers: list[int] = sorted({r.pack_no for r in rows})
     if len({r.pack_digest for r in rows}) > 1:

@@ -91,6 +91,10 @@ versions = Table(
     Column("loc_kind", String(8)),  # "lines" | "pages"
     Column("loc_first", Integer),
     Column("loc_last", Integer),
+    # Which packs may consider this version (revision 0010): NULL for a document,
+    # "transcript" for an exchange. Written only by the transcript ingest path,
+    # never read from a record, and in the record digest when set.
+    Column("scope", String(16)),
     UniqueConstraint("chunk_id", "source_version"),
 )
 

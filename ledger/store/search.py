@@ -35,7 +35,6 @@ from ledger.store.fulltext import (
 from ledger.store.schema import packs, versions
 
 MAX_LIMIT = 1000
-TRANSCRIPT_URI = "transcript://"
 SNIPPET = 160  # characters of context around the first matching word
 
 
@@ -62,7 +61,7 @@ def _version_rows(conn: Connection, vids: list[int]) -> dict[int, Any]:
     rows = conn.execute(
         select(
             c.vid, c.chunk_id, c.source_version, c.section, c.source_uri, c.effective_from,
-            c.batch_seq, c.record_digest, c.content_digest,
+            c.batch_seq, c.record_digest, c.content_digest, c.scope,
             title.label("title"), path.label("path"),
         ).where(c.vid.in_(vids))
     )  # fmt: skip
@@ -141,7 +140,7 @@ def search(
 
 
 def _scope_of(row: Any) -> str:
-    if str(row.source_uri).startswith(TRANSCRIPT_URI):
+    if row.scope is not None:
         return f"transcript:{row.source_version}"
     return "documents"
 

@@ -64,7 +64,7 @@ def current_versions(conn: Connection, as_of: str) -> list[dict[str, Any]]:
         select(versions)
         .where(c.effective_from <= as_of)
         .where((c.expires_on.is_(None)) | (c.expires_on > as_of))
-        .where(~c.source_uri.startswith("transcript://"))
+        .where(c.scope.is_(None))
         .order_by(c.chunk_id, c.effective_from.desc(), c.vid.desc())
     )
     out: list[dict[str, Any]] = []

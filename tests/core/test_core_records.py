@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ledger.core.errors import InputError
 from ledger.core.records import (
+    EXCHANGE_SCOPE,
     FIELDS,
     SECTIONS,
     TRUST_LABELS,
@@ -53,8 +54,10 @@ def test_constants() -> None:
         "user-input",
         "unverified",
     )
-    # The 13 record fields, then the two a document version adds (optional, hashed when set).
-    assert [f.name for f in dataclasses.fields(ChunkRecord)] == [*FIELDS, "title", "path"]
+    # The 13 record fields, then the two a document version adds and an exchange's
+    # scope (optional, hashed when set).
+    fields = [f.name for f in dataclasses.fields(ChunkRecord)]
+    assert fields == [*FIELDS, "title", "path", "scope"]
 
 
 def test_ledger_mode_keeps_content_exactly_and_strips_the_rest() -> None:
@@ -224,3 +227,17 @@ def test_record_digest_is_rfc8785_for_any_text(content: str, version: str) -> No
     """The fast record digest (C encoder, sorted keys) equals an independent RFC 8785."""
     rec = validate_chunk(raw(content=content, source_version=version))
     assert rec.record_digest == hashlib.sha256(rfc8785.dumps(rec.to_json())).hexdigest()
+    exchange = dataclasses.replace(rec, scope=EXCHANGE_SCOPE)
+    assert exchange.record_digest == hashlib.sha256(rfc8785.dumps(exchange.to_json())).hexdigest()
+
+
+def test_a_scope_is_hashed_only_when_set() -> None:
+    """An exchange's scope is in its record digest; a record without one keeps
+    the digest of SPEC's 13 fields (the seed-001 fixture's digests hold)."""
+    rec = validate_chunk(raw())
+    exchange = dataclasses.replace(rec, scope=EXCHANGE_SCOPE)
+    assert "scope" not in rec.to_json() and exchange.to_json()["scope"] == "transcript"
+    assert rec.record_digest == hashlib.sha256(rfc8785.dumps(dict(raw()))).hexdigest()
+    assert exchange.record_digest != rec.record_digest
+    with pytest.raises(RecordError, match=r"unknown=\['scope'\]"):
+        validate_chunk({**raw(), "scope": "transcript"})

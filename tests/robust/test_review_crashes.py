@@ -145,3 +145,133 @@ def test_pack_arguments_that_are_not_numbers(
     args = tuple(a.replace("{}", text) for a in template)
     result = run(*args, db=seeded)
     one_line(result, 3 if text == "0" else 2)
+
+
+# Every command that takes a PACK (or a REF), and the values the review named:
+# each gives one line and its code, through the one parser, on both backends.
+EVERY_PACK = [
+    ("show", "{}"),
+    ("show", "{}", "--json"),
+    ("replay", "{}"),
+    ("diff", "1", "{}"),
+    ("diff", "{}", "1"),
+    ("why-evicted", "refund-faq", "--pack", "{}"),
+    ("why", "refund", "--pack", "{}"),
+    ("report", "{}"),
+    ("report", "--diff", "1", "{}"),
+    ("export", "{}"),
+    ("export", "{}", "--format", "markdown"),
+    ("prove", "{}"),
+    ("prove", "{}", "--json"),
+]
+EVERY_REF = [("why-evicted", "{}"), ("why-evicted", "{}", "--json"), ("report", "--chunk", "{}")]
+# value -> (code as a PACK, code as a REF). A REF that names no version is not
+# found (SPEC), whatever it looks like. `-1` where an argument stands is an
+# unknown option (usage, 2); as an option's value it is parsed like the others.
+REVIEWED = {
+    "²": (2, 3),
+    str(2**63): (3, 3),
+    str(2**31): (3, 3),
+    "-1": (2, 3),
+    "1 ": (2, 3),
+    " 1": (2, 3),
+    "1\n": (2, 3),
+    "١": (2, 3),
+}
+
+
+def _in_process(*args: str) -> tuple[int, str, str]:
+    from tests.robust.test_review_fuzz import ledger_main
+
+    return ledger_main(*args)
+
+
+def test_every_pack_and_ref_argument_goes_through_one_parser(
+    ledger_db: str, tmp_path: Path
+) -> None:
+    """`show ²` was a ValueError, a number >= 2^63 (PostgreSQL 2^31) a traceback in
+    show, replay, diff, why-evicted --pack and report; `prove`, `why --pack` and
+    a PACK with a space or another script's digit went their own ways."""
+    out = tmp_path / "out.html"  # where a report would go, never the repository
+    cases = [
+        (value, template, REVIEWED[value][0 if template in EVERY_PACK else 1])
+        for value in REVIEWED
+        for template in EVERY_PACK + EVERY_REF
+    ]
+    for value, template, code in cases:
+        if value.startswith("-") and not template[template.index("{}") - 1].startswith("--"):
+            code = 2  # click reads it as an option
+        args = tuple(a.replace("{}", value) for a in template)
+        if args[0] == "report":
+            args = (*args, "-o", str(out))
+        got, stdout, stderr = _in_process("--db", ledger_db, *args)
+        lines = stderr.splitlines()
+        assert (got, len(lines)) == (code, 1), (args, got, stderr[-1500:])
+        assert lines[0].startswith("error: ") and stdout == "", (args, stderr, stdout[:300])
+        assert "Traceback" not in stderr
+    assert not out.exists()
+
+
+NUMBER_OPTIONS = [
+    ("head", "--at", "{}"),
+    ("build", "--as-of", "2026-07-21", "--budget", "{}"),
+    ("build", "--as-of", "2026-07-21", "--ledger-at", "{}"),
+    ("build", "--as-of", "2026-07-21", "--query", "refund", "--top", "{}"),
+    ("prove", "1", "--size", "{}"),
+    ("prove", "--consistency", "{}"),
+    ("prove", "--consistency", "1", "{}"),
+    ("search", "refund", "--limit", "{}"),
+    ("why", "refund", "--limit", "{}"),
+    ("policy", "set", "--budget", "{}"),
+    ("policy", "set", "--retain-bodies", "{}"),
+]
+
+
+def test_every_number_option_is_ascii_digits_and_range_checked(ledger_db: str) -> None:
+    """`prove --consistency ²` was a ValueError and `head --at 2^70` an
+    OverflowError traceback; `--budget ١٧٠` was taken as 170 (int() reads
+    other scripts' digits). Nothing is recorded by a refused one."""
+    before = pack_numbers(ledger_db)
+    cases = [
+        (args, value)
+        for args in NUMBER_OPTIONS
+        for value in ("²", "١٧٠", "1 ", "+1", "1_000", str(2**70), "9" * 5000)
+    ]
+    for args, value in cases:
+        argv = tuple(a.replace("{}", value) for a in args)
+        code, stdout, stderr = _in_process("--db", ledger_db, *argv)
+        lines = stderr.splitlines()
+        assert code in (1, 2, 3) and len(lines) == 1, (argv[:6], code, stderr[-1500:])
+        assert lines[0].startswith("error: ") and stdout == "", (argv[:6], stderr[-500:])
+        assert len(lines[0]) < 400, lines[0][:500]
+    assert pack_numbers(ledger_db) == before
+
+
+RECORDING = [
+    ("policy", "set", "--budget", "180"),
+    ("subject", "grant", "default", "legal-read"),
+    ("subject", "revoke", "default", "public-read"),
+    ("retract", "legal-note", "--from", "2026-01-01"),
+    ("erase", "legal-note", "--reason", "test"),
+    ("policy", "set", "--retain-bodies", "30"),
+    ("ingest", "{update}"),
+    ("ingest", "{update}", "--json"),
+]
+
+
+@pytest.mark.parametrize("args", RECORDING, ids=lambda a: "-".join(a[:2]))
+def test_every_recording_command_says_what_it_recorded(seeded: Path, args: tuple[str, ...]) -> None:
+    """Like `build`: `policy set`, `grant`, `revoke`, `retract` and `ingest` commit
+    their entry, then printed; with stdout on a full device they exited 1, so a
+    retry recorded a second policy or retraction entry."""
+    update = str(Path(__file__).resolve().parents[2] / "fixtures" / "demo-update.jsonl")
+    argv = tuple(a.replace("{update}", update) for a in args)
+    before = int(run("head", db=seeded, check=True).stdout.split(":")[0])
+    result = _to_full(argv, seeded)
+    no_traceback(result)
+    after = int(run("head", db=seeded, check=True).stdout.split(":")[0])
+    assert after == before + 1, (before, after, result.stderr)
+    assert result.returncode == 0, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert f"{after}" in line and "recorded" in line and "standard output" in line, line
+    assert "do not run it again" in line, line

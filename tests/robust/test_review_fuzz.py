@@ -86,10 +86,53 @@ ARG = st.one_of(NUMBERS, HEXISH, ANY_TEXT)
 
 
 @FUZZ
-@given(command=st.sampled_from(["show", "replay", "export", "why-evicted"]), ref=ARG)
+@given(command=st.sampled_from(["show", "replay", "export", "why-evicted", "prove"]), ref=ARG)
 def test_pack_and_ref_arguments(ledger: Path, command: str, ref: str) -> None:
     args = ("--db", str(ledger), command, ref)
     no_traceback(*ledger_main(*args)[::2], args)
+
+
+# Every other place a PACK, REF or number is given (`{}`); a report goes to the
+# work folder (the fixture's cwd), never the repository.
+PLACES = [
+    ("why", "refund", "--pack", "{}"),
+    ("report", "{}", "-o", "r.html"),
+    ("report", "--diff", "1", "{}", "-o", "r.html"),
+    ("report", "--chunk", "{}", "-o", "r.html"),
+    ("prove", "--consistency", "{}"),
+    ("prove", "1", "--size", "{}"),
+    ("head", "--at", "{}"),
+    ("build", "--as-of", "2026-07-21", "--top", "{}", "--query", "refund"),
+    ("search", "refund", "--limit", "{}"),
+]
+
+
+@FUZZ
+@given(place=st.sampled_from(PLACES), value=ARG)
+def test_every_pack_ref_and_number_place(ledger: Path, place: tuple[str, ...], value: str) -> None:
+    args = ("--db", str(ledger), *(value if a == "{}" else a for a in place))
+    code, _out, err = ledger_main(*args)
+    no_traceback(code, err, args)
+    if code not in (0, 4):
+        assert len(err.splitlines()) == 1, (args, err[-1000:])
+
+
+@FUZZ
+@given(text=st.one_of(NUMBERS, ANY_TEXT, st.text(alphabet="0123456789-+ _\n²١", max_size=25)))
+def test_the_one_number_parser(text: str) -> None:
+    """ASCII digits only (a leading `-` where signed): the value int() gives them;
+    anything else is no number, whatever int() or str.isdigit() would say."""
+    from ledger.core.numbers import ascii_int
+
+    digits = bool(text) and all(c in "0123456789" for c in text)
+    assert (ascii_int(text) is not None) == digits, text
+    if digits:
+        assert ascii_int(text) == int(text)
+    body = text[1:] if text.startswith("-") else text
+    signed_ok = bool(body) and all(c in "0123456789" for c in body)
+    assert (ascii_int(text, signed=True) is not None) == signed_ok, text
+    if signed_ok:
+        assert ascii_int(text, signed=True) == int(text)
 
 
 @FUZZ

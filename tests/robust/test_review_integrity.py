@@ -157,6 +157,13 @@ COVERAGE = [
         4,
     ),
     ("batches.sources not a list", "UPDATE batches SET sources = '{}' WHERE seq = 1", 1),
+    # Shown by `ledger chunks` and reports as the file a version came from.
+    (
+        "batches.sources renamed",
+        "UPDATE batches SET sources = '[\"forged.jsonl\"]' WHERE seq = 1",
+        1,
+    ),
+    ("batches.sources emptied", "UPDATE batches SET sources = '[]' WHERE seq = 5", 5),
     ("batches.new_count", "UPDATE batches SET new_count = new_count + 1 WHERE seq = 1", 1),
     (
         "policies extra",
@@ -210,14 +217,11 @@ UNHASHED = {
     ("token_counts", "counter"): "the cache key; see tokens",
     ("token_counts", "vid"): "the cache key; see tokens",
     ("alembic_version", "version_num"): "the schema revision, checked when the ledger opens",
-    ("batches", "sources"): "the file names an ingest read, for people: the ingest entry's "
-    "payload (SPEC) covers its counts and records, not names; verify "
-    "checks it is a JSON list of names",
 }
 
 
 # Unhashed, but a value of the wrong form is still refused (so tampering may be caught).
-FORMAT_CHECKED = {("alembic_version", "version_num"), ("batches", "sources")}
+FORMAT_CHECKED = {("alembic_version", "version_num")}
 
 
 def _columns(db: Path) -> list[tuple[str, str]]:

@@ -62,6 +62,7 @@ def test_fixture_digests_and_chain_are_backend_independent(ledger_engine: Engine
             "kind": "ingest",
             "new": sorted(r[2] for r in expected_rows),
             "read": len(chunks),
+            "sources": [FIXTURE.name],
             "unchanged": 0,
         }
     )

@@ -188,11 +188,18 @@ def test_ingest_entries_form_a_hash_chain(ledger_engine: Engine, tmp_path: Path)
                 )
             ).hexdigest()
         )
-    # The payload covers the counts and the record digests each batch added.
+    # The payload covers the counts, the file names and the record digests each
+    # batch added.
     expected_counts = {1: (3, 0), 2: (2, 0), 3: (4, 3)}
     for row in rows:
         read, unchanged = expected_counts[row.seq]
-        payload = {"kind": "ingest", "new": digests[row.seq], "read": read, "unchanged": unchanged}
+        payload = {
+            "kind": "ingest",
+            "new": digests[row.seq],
+            "read": read,
+            "sources": [f"run{row.seq - 1}.jsonl"],
+            "unchanged": unchanged,
+        }
         assert row.payload_digest == digest_value(payload)
     assert len(digests[3]) == 1  # only "three-0" was new in the third run
 
