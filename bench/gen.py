@@ -71,9 +71,43 @@ def records(n: int, seed: int = 1, content_bytes: int = 400) -> Iterator[dict[st
             made += 1
 
 
-def write_jsonl(path: Path, n: int, seed: int = 1, content_bytes: int = 400) -> Path:
+def short_records(n: int, seed: int = 2) -> Iterator[dict[str, Any]]:
+    """A second data shape: `n` single-version chunks with short contents (40-120
+    characters, so per-row costs dominate), each its own dedupe group, every trust
+    label and section, 1 % required, longer ids and URIs, many distinct versions."""
+    rnd = random.Random(seed)
+    for i in range(n):
+        size = rnd.randrange(40, 121)
+        words: list[str] = []
+        while sum(len(w) + 1 for w in words) < size:
+            words.append(WORDS[rnd.randrange(len(WORDS))])
+        yield {
+            "id": f"note-{i:08d}-{rnd.randrange(10**6):06d}",
+            "section": SECTIONS[i % 4],
+            "source_uri": f"https://wiki.example.com/space/{i % 97}/page/{i}",
+            "source_version": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00",
+            "effective_from": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}",
+            "expires_on": None if rnd.random() < 0.7 else "2027-12-31",
+            "required_permission": PERMISSIONS[rnd.randrange(5)],
+            "trust": TRUST[i % 5],
+            "dedupe_key": f"note-{i:08d}",
+            "estimated_tokens": rnd.randrange(5, 40),
+            "priority": rnd.randrange(0, 101),
+            "required": i % 100 == 0,
+            "content": " ".join(words),
+        }
+
+
+SHAPES = {"records": records, "short": short_records}
+
+
+def write_jsonl(
+    path: Path, n: int, seed: int = 1, content_bytes: int = 400, shape: str = "records"
+) -> Path:
+    """`n` generated chunk records of one shape (`SHAPES`) as JSON Lines."""
+    gen = records(n, seed, content_bytes) if shape == "records" else SHAPES[shape](n, seed)
     with path.open("w", encoding="utf-8") as f:
-        for rec in records(n, seed, content_bytes):
+        for rec in gen:
             f.write(json.dumps(rec) + "\n")
     return path
 
