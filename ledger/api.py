@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ledger.core.checkpoint import Checkpoint, Note, VerifierKey
 from ledger.core.errors import InputError, NotFoundError
@@ -51,13 +51,18 @@ from ledger.ingest.files import (
     read_records,
     validated,
 )
-from ledger.signing import load_signer, read_checkpoint, read_vkey
-from ledger.store import access, audit, batch, build, engine, migrate, packs, versions
+from ledger.store import access, engine, packs, versions
 from ledger.store import tree as merkle_tree
-from ledger.store.audit import ReplayResult, VerifyResult
 from ledger.store.chain import entry_at, read_head
-from ledger.store.documents import DocumentIngestSummary, RetractResult
-from ledger.store.ingest import IngestSummary, store_records
+
+if TYPE_CHECKING:
+    from ledger.store.audit import ReplayResult, VerifyResult
+    from ledger.store.documents import DocumentIngestSummary, RetractResult
+    from ledger.store.ingest import IngestSummary
+
+# The store modules of the audit, build and ingest commands, and the signing keys
+# (cryptography), are imported by the methods that use them: every database
+# command pays for what this module imports (issue 21: start-up).
 
 COUNTERS = ("estimated_tokens", "utf8-bytes", "cl100k_base", "o200k_base")
 HINTS = ("newest", "all", "none")
@@ -77,6 +82,8 @@ def init(path_or_url: str) -> InitResult:
     A new SQLite file is owner-only; a SQLite file whose schema is behind is
     first copied to an owner-only backup whose path the result names.
     """
+    from ledger.store import migrate
+
     url = database_url(path_or_url)
     eng = engine.make_engine(url, create=True)
     try:
@@ -154,6 +161,8 @@ class Ledger:
 
         An error names the record by its index: `records[3]: field 'trust': ...`.
         """
+        from ledger.store.ingest import store_records
+
         items = list(records)
 
         def read() -> Iterator[tuple[str, ChunkRecord]]:
@@ -358,6 +367,8 @@ class Ledger:
         (16 hex), or else the active span's when the application uses OpenTelemetry;
         that span then gets the `ledger.pack.*` attributes (`ledger.integrations.otel`).
         """
+        from ledger.store import build
+
         _check_counter(counter)
         # OpenTelemetry only when the application has loaded it: no import cost otherwise.
         otel: Any = None
@@ -388,6 +399,8 @@ class Ledger:
         `lines` are the file's lines when the caller has read them already
         (`read_batch_lines`); `progress` is called with 1 after each line.
         """
+        from ledger.store import batch
+
         _check_counter(counter)
         name = os.fspath(path)
         if lines is None:
@@ -480,6 +493,8 @@ class Ledger:
     ) -> WhyEvicted:
         """Every pack that considered REF (id, digest or 8+ hex prefix), newest first,
         and for an eviction the smallest change that would have admitted it."""
+        from ledger.store import audit
+
         if hints not in HINTS:
             raise InputError(f"hints {hints!r}: use one of {', '.join(HINTS)}")
         with self._read() as conn:
@@ -520,6 +535,8 @@ class Ledger:
 
     def diff(self, a: PackRef, b: PackRef) -> Diff:
         """What entered, left, changed version or reason between two packs, and why."""
+        from ledger.store import audit
+
         with self._read() as conn:
             return Diff(audit.diff(conn, self._pack_no(conn, a), self._pack_no(conn, b)))
 
@@ -541,6 +558,9 @@ class Ledger:
         a failed check of the ledger itself; a checkpoint of another ledger, or a
         bad signature, is an IntegrityError.
         """
+        from ledger.signing import read_vkey
+        from ledger.store import audit
+
         seq_hash = None
         if isinstance(checkpoint, str) and audit.is_seq_hash(checkpoint):
             seq_hash, checkpoint = checkpoint, None
@@ -566,6 +586,8 @@ class Ledger:
     ) -> CheckpointResult:
         """The C2SP checkpoint of the tree of `size` entries (default: all), signed
         with the private key file `key` when given (`ledger checkpoint --key`)."""
+        from ledger.signing import load_signer
+
         signer = load_signer(Path(key)) if key is not None else None
         with self._read() as conn:
             cp = merkle_tree.checkpoint(conn, size)
@@ -589,6 +611,8 @@ class Ledger:
 
     def replay(self, pack: PackRef) -> ReplayResult:
         """Rebuild a pack from the ledger as it stood then and compare every decision."""
+        from ledger.store import audit
+
         with self._read() as conn:
             return audit.replay(conn, self._pack_no(conn, pack))
 
@@ -653,6 +677,8 @@ def _tree_checkpoint(
     value: str | os.PathLike[str] | Checkpoint | None, key: VerifierKey | None
 ) -> Checkpoint | None:
     """A tree checkpoint given as a `Checkpoint` or as a checkpoint file's path."""
+    from ledger.signing import read_checkpoint
+
     if value is None or isinstance(value, Checkpoint):
         return value
     if not os.path.isfile(value):
@@ -695,6 +721,8 @@ def ingest_files(
     index, field and rule) or `RefusedError` (a changed version, a broken dedupe
     group); either way nothing is stored.
     """
+    from ledger.store.ingest import store_records
+
     if fmt not in FORMATS:
         raise InputError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     if not paths:
@@ -736,6 +764,7 @@ def build_transcript(
     `source_format` is `--from` (an export: the pack is as of the session's last
     day); `subject` None names the pack after the export's session."""
     from ledger.ingest.transcripts import load_annotated
+    from ledger.store import build
 
     access.check_budget(budget)
     annotated = load_annotated(source, priorities, source_format)
