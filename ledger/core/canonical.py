@@ -13,10 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from json.encoder import encode_basestring
 from typing import Any
 
 _MAX_SAFE_INT = 2**53 - 1
-_encode_str = json.JSONEncoder(ensure_ascii=False).encode
+# `json.dumps(ensure_ascii=False)`'s string escapes, called directly (in C).
+_encode_str = encode_basestring
 
 
 def _utf16_key(key: str) -> bytes:
@@ -36,7 +38,7 @@ def _write(value: Any, out: list[str]) -> None:
         if not -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
             raise ValueError(f"integer {value} is outside the RFC 8785 safe range")
         out.append(str(value))
-    elif isinstance(value, dict):
+    elif isinstance(value, (dict, Mapping)):  # read-only mappings (eviction details) too
         out.append("{")
         first = True
         for key in value:  # before sorting: the sort key needs strings

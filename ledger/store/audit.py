@@ -45,7 +45,14 @@ from ledger.store.chain import KINDS, Head, read_head
 from ledger.store.documents import retract_payload
 from ledger.store.engine import fetch_tuples
 from ledger.store.ingest import ingest_payload_digest, record_from_row
-from ledger.store.packs import bad_pack_types, detail_of, pack_header, reason_of, snapshot_of
+from ledger.store.packs import (
+    bad_pack_types,
+    detail_key,
+    detail_of,
+    pack_header,
+    reason_of,
+    snapshot_of,
+)
 from ledger.store.schema import (
     batches,
     decisions,
@@ -1129,6 +1136,9 @@ def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
                     len(rows),
                 )
     evicted = []
+    # Equal details as one object, as the selector shares them: the pack digest
+    # encodes each distinct detail once.
+    shared: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
         if r.status == 0:
             continue
@@ -1140,7 +1150,11 @@ def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
                 f"{r.chunk_id}@{r.source_version}: {reason} without the version it refers to",
                 len(rows),
             )
-        evicted.append((r.record_digest, reason, detail_of(reason, r), r.tokens))
+        key = detail_key(reason, r)
+        detail = shared.get(key)
+        if detail is None:
+            detail = shared[key] = detail_of(reason, r)
+        evicted.append((r.record_digest, reason, detail, r.tokens))
     ind = input_digest(inputs, (r.record_digest for r in rows))
     if ind != head.input_digest:
         return "input digest does not match the recorded inputs and candidates", len(rows)

@@ -9,15 +9,17 @@ one decision row per candidate and the pack's ledger entry in one transaction.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from json.encoder import encode_basestring as _json_str  # RFC 8785's string escapes
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, insert, select
 
-from ledger.core.canonical import canonical_json, digest_presorted, digest_trusted
+from ledger.core.canonical import canonical_json, digest_trusted
 from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
 from ledger.core.context import Context
 from ledger.core.errors import InputError, IntegrityError, RefusedError
@@ -38,6 +40,8 @@ from ledger.store.chain import read_head, reserve_entry, seal_entry
 from ledger.store.engine import fetch_tuples, insert_tuples, write_transaction
 from ledger.store.schema import decisions, packs, retractions, token_counts, versions
 from ledger.tokens import ESTIMATED, counter_id, text_counter
+
+_MAX_SAFE_INT = 2**53 - 1  # RFC 8785 (as ledger.core.canonical)
 
 DOCUMENTS = "documents"
 TRANSCRIPT_SCOPE = "transcript:"
@@ -446,8 +450,52 @@ def pack_digest(
     admitted: list[tuple[str, int]],
     evicted: list[tuple[str, str, Any, int]],
 ) -> str:
-    """SHA-256 of the canonical JSON of `pack_manifest(...)`."""
-    return digest_presorted(pack_manifest(inputs, in_digest, admitted, evicted))
+    """SHA-256 of the canonical JSON of `pack_manifest(...)`, written out directly.
+
+    The hot part of build and verify (one entry per candidate): each admission and
+    eviction is written as text, and each distinct detail object (the selector
+    shares them) encoded once, instead of building the manifest's dicts and
+    encoding those. tests/store/test_canonical.py checks it against RFC 8785.
+    """
+    details: dict[int, str] = {}
+    rows = []
+    for d, r, det, t in sorted(evicted, key=_first):
+        text = details.get(id(det))  # `evicted` holds every det: ids stay unique here
+        if text is None:
+            text = details[id(det)] = canonical_json(det)
+        rows.append(
+            f'{{"detail":{text},"reason":{_text(r)},"record_digest":{_text(d)},'
+            f'"tokens":{_number(t)}}}'
+        )
+    arrays = {
+        "admitted": "["
+        + ",".join([f'{{"record_digest":{_text(d)},"tokens":{_number(t)}}}' for d, t in admitted])
+        + "]",
+        "evicted": "[" + ",".join(rows) + "]",
+    }
+    top: dict[str, Any] = {**inputs.to_json(), "input_digest": in_digest}
+    # The keys are ASCII: Python's string order is RFC 8785's UTF-16 order.
+    members = [
+        f"{_text(k)}:{arrays[k] if k in arrays else canonical_json(top[k])}"
+        for k in sorted({*top, *arrays})
+    ]
+    return hashlib.sha256(("{" + ",".join(members) + "}").encode("utf-8")).hexdigest()
+
+
+def _first(entry: tuple[Any, ...]) -> Any:
+    return entry[0]
+
+
+def _text(value: Any) -> str:
+    # A stored string (digests, reasons) in RFC 8785 form; anything else through
+    # the general encoder, so a tampered row hashes as what it holds.
+    return _json_str(value) if type(value) is str else canonical_json(value)
+
+
+def _number(value: Any) -> str:
+    if type(value) is int and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+        return str(value)
+    return canonical_json(value)
 
 
 def _sorted_detail(detail: Any) -> dict[str, Any]:

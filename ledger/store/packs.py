@@ -11,6 +11,7 @@ import json
 import re
 from collections import namedtuple
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import Connection, func, select
@@ -112,6 +113,24 @@ def snapshot_of(text: str, what: str, pack_no: int) -> Any:
             f"pack {pack_no}: its recorded {what} are not valid JSON; "
             "the database was altered: run `ledger verify`"
         ) from None
+
+
+# The fields of a decision row (and its versions) each reason's detail is made of.
+_DETAIL_FIELDS = {
+    "permission_denied": attrgetter("required_permission"),
+    "trust_denied": attrgetter("trust"),
+    "not_yet_effective": attrgetter("effective_from"),
+    "expired": attrgetter("expires_on"),
+    "budget": attrgetter("tokens", "remaining"),
+    "retracted": attrgetter("retracted_from", "remaining"),
+    "superseded": attrgetter("ref_id", "ref_version", "ref_digest"),
+    "duplicate": attrgetter("ref_id", "ref_version", "ref_digest"),
+}
+
+
+def detail_key(reason: str, row: Any) -> tuple[str, Any]:
+    """What `detail_of(reason, row)` is made of: equal keys, equal details."""
+    return (reason, _DETAIL_FIELDS[reason](row))
 
 
 def detail_of(reason: str, row: Any) -> dict[str, Any]:
