@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -219,16 +220,20 @@ def iso_date(value: Any, name: str) -> str:
     """A stripped `YYYY-MM-DD` date that round-trips through `date.fromisoformat`."""
     # Longer than ten characters ("2026-07-01T00:00") is a format error, not a length one.
     text = _text(value, name, MAX_SHORT_TEXT)
-    if len(text) != 10:
+    if len(text) != 10 or not _is_iso_date(text):
         raise RecordError(name, "must use YYYY-MM-DD")
+    return text
+
+
+@lru_cache(maxsize=1 << 14)
+def _is_iso_date(text: str) -> bool:
+    # Cached: an ingest's dates are few and repeat (two per record).
     try:
         parsed = date.fromisoformat(text)
     except ValueError:
-        raise RecordError(name, "must use YYYY-MM-DD") from None
-    if parsed.isoformat() != text:
-        # 3.11 also accepts "20260701"; the contract is the extended form only.
-        raise RecordError(name, "must use YYYY-MM-DD")
-    return text
+        return False
+    # 3.11 also accepts "20260701"; the contract is the extended form only.
+    return parsed.isoformat() == text
 
 
 def integer(value: Any, name: str, minimum: int, maximum: int) -> int:
