@@ -132,10 +132,13 @@ def ingest_command(
     if as_json:
         echo_json(summary.to_json())
     else:
-        click.echo(
-            f"batch {summary.batch}: read {summary.read}, new {summary.new}, "
-            f"unchanged {summary.unchanged}"
-        )
+        stored = _stored_words(summary.batch)
+        click.echo(f"{stored}read {summary.read}, new {summary.new}, unchanged {summary.unchanged}")
+
+
+def _stored_words(batch: int | None) -> str:
+    """The plain output's opening: the batch, or that nothing new was stored."""
+    return f"batch {batch}: " if batch is not None else "nothing new stored (no entry): "
 
 
 def _recorded(batch: int | None) -> None:
@@ -151,11 +154,7 @@ def _render_documents(summary: Any, as_json: bool) -> None:
     if as_json:
         echo_json(summary.to_json())
         return
-    stored = (
-        f"batch {summary.batch}: "
-        if summary.batch is not None
-        else "nothing new stored (no entry): "
-    )
+    stored = _stored_words(summary.batch)
     line = (
         f"{stored}{summary.files} files ({summary.parsed_files} parsed), read {summary.read} "
         f"chunks, new {summary.new}, unchanged {summary.unchanged}"

@@ -38,9 +38,10 @@ Records = Iterable[tuple[str, ChunkRecord]]  # (where it was read, validated rec
 
 @dataclass(frozen=True, slots=True)
 class IngestSummary:
-    """SPEC's `ingest --json` summary: the batch's entry and the counts."""
+    """SPEC's `ingest --json` summary: the batch's entry (None when the run stored
+    nothing new and so wrote no entry) and the counts."""
 
-    batch: int
+    batch: int | None
     read: int
     new: int
     unchanged: int
@@ -289,6 +290,29 @@ def store_records(
     readers add to it while they run).
     """
     names = [os.path.basename(p) for p in paths]
+    try:
+        return _store(engine, records, paths, names, reread, notes)
+    except _NothingNew as nothing:
+        # SPEC: a run that stores nothing new writes no entry (rolled back whole).
+        return IngestSummary(None, nothing.read, 0, nothing.read, tuple(notes))
+
+
+class _NothingNew(Exception):
+    """Every record read was already stored: the transaction is rolled back."""
+
+    def __init__(self, read: int):
+        super().__init__(read)
+        self.read = read
+
+
+def _store(
+    engine: Engine,
+    records: Records,
+    paths: list[str],
+    names: list[str],
+    reread: Callable[[], Records] | None,
+    notes: Iterable[str],
+) -> IngestSummary:
     with write_transaction(engine) as conn:
         seq = reserve_entry(conn, "ingest")
         conn.execute(
@@ -316,6 +340,8 @@ def store_records(
                 f"{', '.join(paths)}: no chunk records (an empty array or `chunks`); "
                 "nothing was stored"
             )
+        if new == 0:
+            raise _NothingNew(read)
         _check_dedupe_groups(conn, seq, reread)
         index_batch(conn, seq)  # the full-text index, in the same transaction
         conn.execute(

@@ -172,7 +172,8 @@ def test_json_summary_has_exactly_the_spec_keys(db_url: str, tmp_path: Path) -> 
     second = run_ledger("ingest", str(path), "--json", db=db_url)
     data = json.loads(second.stdout)
     assert set(data) == SUMMARY_KEYS
-    assert data == {"batch": 2, "read": 2, "new": 0, "unchanged": 2}
+    # SPEC: a run that stores nothing new writes no entry, and says so with a null batch.
+    assert data == {"batch": None, "read": 2, "new": 0, "unchanged": 2}
 
 
 def test_plain_summary(db_url: str, tmp_path: Path) -> None:

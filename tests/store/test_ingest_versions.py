@@ -43,15 +43,14 @@ def batches(engine: Engine) -> list[tuple[int, int, int, int]]:
         ]
 
 
-def test_reingesting_the_same_file_adds_nothing_but_an_entry(
-    ledger_engine: Engine, tmp_path: Path
-) -> None:
+def test_reingesting_the_same_file_adds_nothing(ledger_engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "chunks.jsonl", records(25))
     first = ingest(ledger_engine, [str(path)])
     second = ingest(ledger_engine, [str(path)])
     assert first.to_json() == {"batch": 1, "read": 25, "new": 25, "unchanged": 0}
-    assert second.to_json() == {"batch": 2, "read": 25, "new": 0, "unchanged": 25}
-    assert batches(ledger_engine) == [(1, 25, 25, 0), (2, 25, 0, 25)]
+    # SPEC: a run that stores nothing new writes no entry (`batch` is null).
+    assert second.to_json() == {"batch": None, "read": 25, "new": 0, "unchanged": 25}
+    assert batches(ledger_engine) == [(1, 25, 25, 0)]
     with ledger_engine.connect() as conn:
         assert len(conn.execute(select(versions)).all()) == 25
 
