@@ -44,7 +44,6 @@ import json
 import os
 import re
 import stat
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -446,14 +445,12 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_hint_time_limit_bounds_a_big_pack(big: Path, tmp_path: Path) -> None:
     """With --hint-seconds 0.5 the report stays fast whatever the pack: hints are
     computed in table order until the limit, and the page says how many were
-    computed and why it stopped. (The interruption itself is tested below.)"""
+    computed and why it stopped. (The interruption itself is tested below; its speed
+    is the bench's report rows, not a timed test.)"""
     db = big
-    started = time.monotonic()
     rep = report(db, tmp_path / "big.html", "1", "--hint-seconds", "0.5")
-    elapsed = time.monotonic() - started
     hints = rep.data["hints"]
     assert hints["asked"] == 200 and 1 <= hints["computed"] <= 200, hints
-    assert elapsed < 6, elapsed
     rows = rep.table("candidate-table")
     assert len(rows) == 1501
     evicted = [r for r in rows if r["status"] == "evicted"]
