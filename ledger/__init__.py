@@ -48,41 +48,25 @@ if TYPE_CHECKING:
 
 # The database half loads SQLAlchemy; it is imported on first use, so that the
 # pure core and the database-free commands (`ledger pack`, `ledger select`) start fast.
-_LAZY = {
-    "Admission": ("ledger.core.results", "Admission"),
-    "BatchBuild": ("ledger.core.results", "BatchBuild"),
-    "ChunkList": ("ledger.core.results", "ChunkList"),
-    "Diff": ("ledger.core.results", "Diff"),
-    "EraseResult": ("ledger.core.results", "EraseResult"),
-    "Export": ("ledger.core.results", "Export"),
-    "GrantChange": ("ledger.core.results", "GrantChange"),
-    "HeadResult": ("ledger.core.results", "HeadResult"),
-    "InitResult": ("ledger.core.results", "InitResult"),
-    "Pack": ("ledger.core.results", "Pack"),
-    "PackList": ("ledger.core.results", "PackList"),
-    "PolicyChange": ("ledger.core.results", "PolicyChange"),
-    "PolicyState": ("ledger.core.results", "PolicyState"),
-    "SubjectGrants": ("ledger.core.results", "SubjectGrants"),
-    "WhyEvicted": ("ledger.core.results", "WhyEvicted"),
-    "Withheld": ("ledger.core.results", "Withheld"),
-    "SearchResult": ("ledger.core.query", "SearchResult"),
-    "WhyAnswer": ("ledger.core.why", "WhyAnswer"),
-    "Ledger": ("ledger.api", "Ledger"),
-    "open": ("ledger.api", "open"),
-    "init": ("ledger.api", "init"),
-    "ReplayResult": ("ledger.store.audit", "ReplayResult"),
-    "VerifyResult": ("ledger.store.audit", "VerifyResult"),
-    "IngestSummary": ("ledger.store.ingest", "IngestSummary"),
-    "IngestResult": ("ledger.store.ingest", "IngestSummary"),  # SPEC's name
+# Each module with the names it gives (space-separated).
+_LAZY_MODULES = {
+    "ledger.core.results": (
+        "Admission BatchBuild ChunkList Diff EraseResult Export GrantChange HeadResult "
+        "InitResult Pack PackList PolicyChange PolicyState SubjectGrants WhyEvicted Withheld"
+    ),
+    "ledger.core.query": "SearchResult",
+    "ledger.core.why": "WhyAnswer",
+    "ledger.api": "Ledger open init",
+    "ledger.store.audit": "ReplayResult VerifyResult",
+    "ledger.store.ingest": "IngestSummary",
     # Documents: `ingest_paths(..., rules=)` and `retract`.
-    "DocumentIngestSummary": ("ledger.store.documents", "DocumentIngestSummary"),
-    "RetractResult": ("ledger.store.documents", "RetractResult"),
+    "ledger.store.documents": "DocumentIngestSummary RetractResult",
     # Proofs and checkpoints
-    "Checkpoint": ("ledger.core.checkpoint", "Checkpoint"),
-    "CheckpointResult": ("ledger.core.proofs", "CheckpointResult"),
-    "ConsistencyProof": ("ledger.core.proofs", "ConsistencyProof"),
-    "InclusionProof": ("ledger.core.proofs", "InclusionProof"),
+    "ledger.core.checkpoint": "Checkpoint",
+    "ledger.core.proofs": "CheckpointResult ConsistencyProof InclusionProof",
 }
+_LAZY = {name: (module, name) for module, names in _LAZY_MODULES.items() for name in names.split()}
+_LAZY["IngestResult"] = _LAZY["IngestSummary"]  # SPEC's name
 
 
 def __getattr__(name: str) -> Any:

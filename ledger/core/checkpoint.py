@@ -66,11 +66,17 @@ def key_id(name: str, public_key: bytes) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class VerifierKey:
-    """A parsed verifier key: who signs, the key id and the Ed25519 public key."""
+class KeyName:
+    """Who a key or a signature belongs to: the key name and the 4-byte key id."""
 
     name: str
     key_id: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class VerifierKey(KeyName):
+    """A parsed verifier key: who signs, the key id and the Ed25519 public key."""
+
     public_key: bytes
 
     def text(self) -> str:
@@ -78,11 +84,30 @@ class VerifierKey:
         return format_vkey(self.name, self.public_key)
 
 
-def format_vkey(name: str, public_key: bytes) -> str:
-    """The verifier key text of an Ed25519 public key."""
+def _key_text(name: str, public_key: bytes, key: bytes) -> str:
+    """`NAME+<hex8>+<base64(0x01 || key)>`, the key id that of `public_key` (both
+    key texts end so; `key` is the public key or the private seed)."""
     check_name(name)
     kid = key_id(name, public_key).hex()
-    return f"{name}+{kid}+{b64encode(bytes([ED25519]) + public_key)}"
+    return f"{name}+{kid}+{b64encode(bytes([ED25519]) + key)}"
+
+
+def _key_parts(fields: list[str], what: str, not_ed25519: str) -> tuple[str, bytes, bytes]:
+    """Check a key text's `NAME`, `<hex8>` and `<base64(0x01 || 32 bytes)>`: the
+    name, the key id and the 32 bytes; InputError naming `what` otherwise."""
+    name, kid_hex, key_b64 = fields
+    check_name(name)
+    if not _HEX8.fullmatch(kid_hex):
+        raise InputError(f"{what}'s id is not 8 lower-case hex digits")
+    raw = b64decode(key_b64, what)
+    if len(raw) != 33 or raw[0] != ED25519:
+        raise InputError(f"{what} is not an Ed25519 key{not_ed25519}")
+    return name, bytes.fromhex(kid_hex), raw[1:]
+
+
+def format_vkey(name: str, public_key: bytes) -> str:
+    """The verifier key text of an Ed25519 public key."""
+    return _key_text(name, public_key, public_key)
 
 
 def parse_vkey(text: str) -> VerifierKey:
@@ -91,32 +116,21 @@ def parse_vkey(text: str) -> VerifierKey:
     parts = text.strip().split("+", 2)
     if len(parts) != 3:
         raise InputError("a verifier key has the form NAME+KEYID+KEY (three parts joined by '+')")
-    name, kid_hex, key_b64 = parts
-    check_name(name)
-    if not _HEX8.fullmatch(kid_hex):
-        raise InputError("the verifier key's id is not 8 lower-case hex digits")
-    raw = b64decode(key_b64, "the verifier key")
-    if len(raw) != 33 or raw[0] != ED25519:
-        raise InputError("the verifier key is not an Ed25519 key (0x01 and 32 bytes)")
-    kid = bytes.fromhex(kid_hex)
-    if key_id(name, raw[1:]) != kid:
+    name, kid, public_key = _key_parts(parts, "the verifier key", " (0x01 and 32 bytes)")
+    if key_id(name, public_key) != kid:
         raise InputError("the verifier key's id does not match its name and key")
-    return VerifierKey(name, kid, raw[1:])
+    return VerifierKey(name, kid, public_key)
 
 
 def format_skey(name: str, seed: bytes, public_key: bytes) -> str:
     """The private key text: `PRIVATE+KEY+NAME+<hex8>+<base64(0x01 || seed)>`."""
-    check_name(name)
-    kid = key_id(name, public_key).hex()
-    return f"PRIVATE+KEY+{name}+{kid}+{b64encode(bytes([ED25519]) + seed)}"
+    return "PRIVATE+KEY+" + _key_text(name, public_key, seed)
 
 
 @dataclass(frozen=True, slots=True)
-class SignerKey:
+class SignerKey(KeyName):
     """A parsed private key; `seed` is secret and never appears in a message."""
 
-    name: str
-    key_id: bytes
     seed: bytes
 
     def __repr__(self) -> str:
@@ -129,14 +143,7 @@ def parse_skey(text: str) -> SignerKey:
     parts = text.strip().split("+", 4)
     if len(parts) != 5 or parts[0] != "PRIVATE" or parts[1] != "KEY":
         raise InputError("not a ledger private key file (expected PRIVATE+KEY+NAME+KEYID+KEY)")
-    name, kid_hex, key_b64 = parts[2:]
-    check_name(name)
-    if not _HEX8.fullmatch(kid_hex):
-        raise InputError("the private key's id is not 8 lower-case hex digits")
-    raw = b64decode(key_b64, "the private key")
-    if len(raw) != 33 or raw[0] != ED25519:
-        raise InputError("the private key is not an Ed25519 key")
-    return SignerKey(name, bytes.fromhex(kid_hex), raw[1:])
+    return SignerKey(*_key_parts(parts[2:], "the private key", ""))
 
 
 # --------------------------------------------------------------------------
@@ -145,11 +152,9 @@ def parse_skey(text: str) -> SignerKey:
 
 
 @dataclass(frozen=True, slots=True)
-class NoteSignature:
+class NoteSignature(KeyName):
     """One signature line: the signer's name, key id and the signature bytes."""
 
-    name: str
-    key_id: bytes
     signature: bytes
 
     def line(self) -> str:

@@ -323,30 +323,52 @@ def _check_hash(value: bytes, what: str) -> None:
         raise IntegrityError(f"{what} has {len(value)} bytes, not {HASH_SIZE}")
 
 
+def _walk(
+    fn: int, sn: int, seed: bytes, path: Iterable[tuple[int, bytes]], more: str, fewer: str
+) -> tuple[bytes, bytes]:
+    """RFC 9162's walk up the tree, written once for both proofs (2.1.3.2 and
+    2.1.4.2 steps 5-7): from node `fn` of a level whose last node is `sn`, the
+    hash `seed` is combined with one path hash a level (each numbered `path[i]` in
+    messages). Returns (fr, sr): `seed` combined with the left siblings only, and
+    with every hash. An inclusion proof's root is sr; a consistency proof's old
+    root is fr and its new root sr. `more` and `fewer` say that the path is longer
+    or shorter than the levels."""
+    fr = sr = seed
+    for i, p in path:
+        _check_hash(p, f"path[{i}]")
+        if sn == 0:
+            raise IntegrityError(more)
+        if fn & 1 or fn == sn:
+            fr = node_hash(p, fr)
+            sr = node_hash(p, sr)
+            if not fn & 1:
+                while fn and not fn & 1:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            sr = node_hash(sr, p)
+        fn >>= 1
+        sn >>= 1
+    if sn != 0:
+        raise IntegrityError(fewer)
+    return fr, sr
+
+
 def root_from_inclusion(index: int, size: int, leaf: bytes, path: Sequence[bytes]) -> bytes:
     """The root that an inclusion path leads to; raises IntegrityError when the path
     cannot belong to a leaf `index` of a tree of `size` leaves."""
     if not 0 <= index < size:
         raise IntegrityError(f"leaf index {index} is not in a tree of size {size}")
     _check_hash(leaf, "the leaf hash")
-    fn, sn, r = index, size - 1, leaf
-    for i, p in enumerate(path):
-        _check_hash(p, f"path[{i}]")
-        if sn == 0:
-            raise IntegrityError(f"the path has {len(path)} hashes, more than the tree has levels")
-        if fn & 1 or fn == sn:
-            r = node_hash(p, r)
-            if not fn & 1:
-                while fn and not fn & 1:
-                    fn >>= 1
-                    sn >>= 1
-        else:
-            r = node_hash(r, p)
-        fn >>= 1
-        sn >>= 1
-    if sn != 0:
-        raise IntegrityError(f"the path has {len(path)} hashes, fewer than the tree needs")
-    return r
+    _, root = _walk(
+        index,
+        size - 1,
+        leaf,
+        enumerate(path),
+        f"the path has {len(path)} hashes, more than the tree has levels",
+        f"the path has {len(path)} hashes, fewer than the tree needs",
+    )
+    return root
 
 
 def verify_inclusion(
@@ -388,36 +410,26 @@ def verify_consistency(
     # 1. An empty path proves nothing between different sizes.
     if not path:
         raise IntegrityError("the consistency path is empty")
-    proof = list(path)
     # 2. When old is a power of two its root is a node of the new tree and the
     # proof leaves it out.
     if old & (old - 1) == 0:
-        proof.insert(0, old_root)
+        seed, rest = old_root, enumerate(path)
+    else:
+        seed, rest = path[0], enumerate(path[1:], start=1)
     # 3-4.
     fn, sn = old - 1, new - 1
     while fn & 1:
         fn >>= 1
         sn >>= 1
-    # 5.
-    fr = sr = proof[0]
-    # 6.
-    for c in proof[1:]:
-        if sn == 0:
-            raise IntegrityError("the consistency path has more hashes than the trees need")
-        if fn & 1 or fn == sn:
-            fr = node_hash(c, fr)
-            sr = node_hash(c, sr)
-            if not fn & 1:
-                while fn and not fn & 1:
-                    fn >>= 1
-                    sn >>= 1
-        else:
-            sr = node_hash(sr, c)
-        fn >>= 1
-        sn >>= 1
-    # 7.
-    if sn != 0:
-        raise IntegrityError("the consistency path has fewer hashes than the trees need")
+    # 5-7.
+    fr, sr = _walk(
+        fn,
+        sn,
+        seed,
+        rest,
+        "the consistency path has more hashes than the trees need",
+        "the consistency path has fewer hashes than the trees need",
+    )
     if fr != old_root:
         raise IntegrityError(f"the consistency path does not lead to the old root (size {old})")
     if sr != new_root:

@@ -21,9 +21,9 @@ Consistency proof: {"old_size", "new_size", "old_root", "new_root", "path",
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ledger.core.canonical import with_set
 from ledger.core.chain import entry_hash, pack_entry_payload
@@ -47,6 +47,16 @@ def _count(value: object, where: str, minimum: int = 0) -> int:
     return value
 
 
+def _positive(value: object, where: str) -> int:
+    return _count(value, where, 1)
+
+
+def _string(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{where} is not a string")
+    return value
+
+
 def _path(value: object) -> list[bytes]:
     if not isinstance(value, list):
         raise InputError("path is not a list of hashes")
@@ -59,8 +69,71 @@ def _keys(doc: Mapping[str, Any], required: set[str], what: str) -> None:
         raise InputError(f"the {what} lacks {', '.join(missing)}")
 
 
-@dataclass(frozen=True, slots=True)
-class InclusionProof:
+_Check = Callable[[object, str], object]
+# The members of an inclusion proof's `entry_fields` and `pack_payload` (but its
+# optional `trace`), each with its check, in the order they are checked.
+_ENTRY_FIELDS: dict[str, _Check] = {
+    "seq": _positive,
+    "kind": _string,
+    "payload_digest": _hex,
+    "prev_hash": _hex,
+}
+_PACK_PAYLOAD: dict[str, _Check] = {
+    "pack": _positive,
+    "pack_digest": _hex,
+    "input_digest": _hex,
+    "ledger_mark": _count,
+}
+
+
+def _object(value: object, what: str, members: Mapping[str, _Check]) -> None:
+    """Check an object member of a proof: a JSON object with every one of `members`,
+    each passing its check (named `what.member` in messages)."""
+    if not isinstance(value, dict):
+        raise InputError(f"{what} is not an object")
+    _keys(value, set(members), what)
+    for key, check in members.items():
+        check(value[key], f"{what}.{key}")
+
+
+def _json_value(value: object) -> object:
+    """A proof field as its document writes it: a hash (and each hash of the path)
+    in lower-case hex, an object as a plain dict."""
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, tuple):
+        return [h.hex() for h in value]
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Proof:
+    """What both proofs have: the audit path (RFC 9162 hashes, in lower-case hex in
+    the document) and the origin of the log, when known; each document lists its
+    keys always present (`_KEYS`, in order) and those present when set (`_SET`)."""
+
+    path: tuple[bytes, ...]
+    origin: str | None = None
+
+    _KEYS: ClassVar[tuple[str, ...]]
+    _SET: ClassVar[tuple[str, ...]]
+
+    def to_json(self) -> dict[str, Any]:
+        out = {key: _json_value(getattr(self, key)) for key in self._KEYS}
+        return with_set(out, **{key: _json_value(getattr(self, key)) for key in self._SET})
+
+    @staticmethod
+    def _origin(doc: Mapping[str, Any]) -> str | None:
+        origin = doc.get("origin")
+        if origin is not None and (not isinstance(origin, str) or not origin):
+            raise InputError("origin is not a non-empty string")
+        return origin
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InclusionProof(_Proof):
     """A pack's entry is leaf `leaf_index` of the tree of `tree_size` with `root`."""
 
     pack: int | None
@@ -68,33 +141,16 @@ class InclusionProof:
     tree_size: int
     leaf_hash: bytes
     root: bytes
-    path: tuple[bytes, ...]
-    origin: str | None = None
     entry_hash: str | None = None
     entry_fields: Mapping[str, Any] | None = None
     pack_payload: Mapping[str, Any] | None = None
 
+    _KEYS = ("pack", "entry", "leaf_index", "tree_size", "leaf_hash", "root", "path")
+    _SET = ("origin", "entry_hash", "entry_fields", "pack_payload")
+
     @property
     def leaf_index(self) -> int:
         return self.entry - 1
-
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            "pack": self.pack,
-            "entry": self.entry,
-            "leaf_index": self.leaf_index,
-            "tree_size": self.tree_size,
-            "leaf_hash": self.leaf_hash.hex(),
-            "root": self.root.hex(),
-            "path": [h.hex() for h in self.path],
-        }
-        return with_set(
-            out,
-            origin=self.origin,
-            entry_hash=self.entry_hash,
-            entry_fields=None if self.entry_fields is None else dict(self.entry_fields),
-            pack_payload=None if self.pack_payload is None else dict(self.pack_payload),
-        )
 
     def verify(self) -> None:
         """Raise IntegrityError unless the path leads from the leaf to the root and,
@@ -137,31 +193,16 @@ class InclusionProof:
         pack = doc.get("pack")
         if pack is not None:
             pack = _count(pack, "pack", 1)
-        origin = doc.get("origin")
-        if origin is not None and (not isinstance(origin, str) or not origin):
-            raise InputError("origin is not a non-empty string")
+        origin = cls._origin(doc)
         ehash = doc.get("entry_hash")
         if ehash is not None:
             _hex(ehash, "entry_hash")
         fields = doc.get("entry_fields")
         if fields is not None:
-            if not isinstance(fields, dict):
-                raise InputError("entry_fields is not an object")
-            _keys(fields, {"seq", "kind", "payload_digest", "prev_hash"}, "entry_fields")
-            _count(fields["seq"], "entry_fields.seq", 1)
-            if not isinstance(fields["kind"], str):
-                raise InputError("entry_fields.kind is not a string")
-            _hex(fields["payload_digest"], "entry_fields.payload_digest")
-            _hex(fields["prev_hash"], "entry_fields.prev_hash")
+            _object(fields, "entry_fields", _ENTRY_FIELDS)
         payload = doc.get("pack_payload")
         if payload is not None:
-            if not isinstance(payload, dict):
-                raise InputError("pack_payload is not an object")
-            _keys(payload, {"pack", "pack_digest", "input_digest", "ledger_mark"}, "pack_payload")
-            _count(payload["pack"], "pack_payload.pack", 1)
-            _hex(payload["pack_digest"], "pack_payload.pack_digest")
-            _hex(payload["input_digest"], "pack_payload.input_digest")
-            _count(payload["ledger_mark"], "pack_payload.ledger_mark")
+            _object(payload, "pack_payload", _PACK_PAYLOAD)
             trace = payload.get("trace")
             if trace is not None and not (
                 isinstance(trace, dict)
@@ -184,26 +225,17 @@ class InclusionProof:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class ConsistencyProof:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsistencyProof(_Proof):
     """The tree of `new_size` with `new_root` extends the one of `old_size`."""
 
     old_size: int
     new_size: int
     old_root: bytes
     new_root: bytes
-    path: tuple[bytes, ...]
-    origin: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            "old_size": self.old_size,
-            "new_size": self.new_size,
-            "old_root": self.old_root.hex(),
-            "new_root": self.new_root.hex(),
-            "path": [h.hex() for h in self.path],
-        }
-        return with_set(out, origin=self.origin)
+    _KEYS = ("old_size", "new_size", "old_root", "new_root", "path")
+    _SET = ("origin",)
 
     def verify(self) -> None:
         """Raise IntegrityError unless the path proves the new tree extends the old."""
@@ -213,9 +245,7 @@ class ConsistencyProof:
     def from_json(cls, doc: Mapping[str, Any]) -> ConsistencyProof:
         """Parse a consistency proof document; InputError names what is malformed."""
         _keys(doc, {"old_size", "new_size", "old_root", "new_root", "path"}, "proof")
-        origin = doc.get("origin")
-        if origin is not None and (not isinstance(origin, str) or not origin):
-            raise InputError("origin is not a non-empty string")
+        origin = cls._origin(doc)
         return cls(
             old_size=_count(doc["old_size"], "old_size"),
             new_size=_count(doc["new_size"], "new_size"),

@@ -25,11 +25,11 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
-from pydantic import ConfigDict
 
 from ledger.api import Ledger
 from ledger.core.results import Pack
-from ledger.integrations._common import admitted_chunks, build_for, ranked_ids, version_metadata
+from ledger.integrations._common import admitted_chunks, version_metadata
+from ledger.integrations._pydantic import PackFields
 
 
 class LedgerLoader(BaseLoader):
@@ -60,7 +60,7 @@ def pack_documents(lg: Ledger, pack: Pack) -> list[Document]:
     ]
 
 
-class LedgerRetriever(BaseRetriever):
+class LedgerRetriever(BaseRetriever, PackFields):
     """A retriever that runs `base`, takes the `ledger_id`s of its documents (in
     rank order) as the evidence candidates of a recorded pack for `subject`, and
     returns the pack's admitted chunks (every section, in output order) with
@@ -70,13 +70,7 @@ class LedgerRetriever(BaseRetriever):
     When `base` finds nothing, no pack is recorded and the result is empty.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    lg: Any
     base: Runnable[str, list[Document]]
-    subject: str = "default"
-    budget: int | None = None
-    as_of: str | None = None
 
     def __init__(
         self,
@@ -94,11 +88,8 @@ class LedgerRetriever(BaseRetriever):
         super().__init__(**fields, **kwargs)
 
     def _build(self, docs: Sequence[Document]) -> list[Document]:
-        ids = ranked_ids([d.metadata for d in docs], "base retriever result")
-        if not ids:
-            return []
-        pack = build_for(self.lg, ids, self.subject, self.budget, self.as_of)
-        return pack_documents(self.lg, pack)
+        pack = self.build_from([d.metadata for d in docs], "base retriever result")
+        return [] if pack is None else pack_documents(self.lg, pack)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun

@@ -19,13 +19,13 @@ from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from pydantic import ConfigDict
 
 from ledger.api import Ledger
-from ledger.integrations._common import METADATA_ID, admitted_chunks, build_for, ranked_ids
+from ledger.integrations._common import METADATA_ID, admitted_chunks
+from ledger.integrations._pydantic import PackFields
 
 
-class LedgerNodePostprocessor(BaseNodePostprocessor):
+class LedgerNodePostprocessor(BaseNodePostprocessor, PackFields):
     """Replace retrieved nodes by the admitted chunks of a pack built from them.
 
     Each call records one pack for `subject` (as of `as_of`, default today), so
@@ -34,13 +34,6 @@ class LedgerNodePostprocessor(BaseNodePostprocessor):
     chunks of the other sections (policy, state, current input) have none.
     Nodes without `metadata["ledger_id"]` are refused; no nodes, no pack.
     """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    lg: Any
-    subject: str = "default"
-    budget: int | None = None
-    as_of: str | None = None
 
     def __init__(
         self,
@@ -61,13 +54,12 @@ class LedgerNodePostprocessor(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        ids = ranked_ids([n.node.metadata for n in nodes], "nodes")
-        if not ids:
+        pack = self.build_from([n.node.metadata for n in nodes], "nodes")
+        if pack is None:
             return []
         scores: dict[str, float | None] = {}
         for n in nodes:
             scores.setdefault(n.node.metadata[METADATA_ID], n.score)
-        pack = build_for(self.lg, ids, self.subject, self.budget, self.as_of)
         return [
             NodeWithScore(
                 node=TextNode(id_=meta["record_digest"], text=content, metadata=meta),

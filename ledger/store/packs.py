@@ -397,6 +397,18 @@ def list_packs(conn: Connection, trace_id: str | None = None) -> list[dict[str, 
     ]
 
 
+# What an export adds to each admitted item of the pack's JSON, in this order:
+# the version's columns of the same names.
+EXPORT_PROVENANCE = (
+    "source_uri",
+    "effective_from",
+    "expires_on",
+    "trust",
+    "required_permission",
+    "priority",
+)
+
+
 def export_manifest(conn: Connection, pack_no: int, with_content: bool) -> dict[str, Any]:
     """The pack with full provenance of every admitted chunk (bodies on request)."""
     data = pack_json(conn, pack_no)
@@ -413,14 +425,7 @@ def export_manifest(conn: Connection, pack_no: int, with_content: bool) -> dict[
         }
     for item in data["admitted"]:
         r = rows[item["record_digest"]]
-        item.update(
-            source_uri=r.source_uri,
-            effective_from=r.effective_from,
-            expires_on=r.expires_on,
-            trust=r.trust,
-            required_permission=r.required_permission,
-            priority=r.priority,
-        )
+        item.update({key: getattr(r, key) for key in EXPORT_PROVENANCE})
         if with_content and "erased" in item:
             continue  # no body: the item says which entry erased it, and why
         if with_content:

@@ -9,6 +9,7 @@ costs O(log n) rows whatever the size of the ledger.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, insert, or_, select
@@ -117,18 +118,7 @@ def prove_pack(conn: Connection, pack_no: int, size: int | None = None) -> Inclu
     }
     if head.trace_id is not None:  # the entry's payload covers the trace only then
         payload["trace"] = {"trace_id": head.trace_id, "span_id": head.span_id}
-    return InclusionProof(
-        pack=head.pack_no,
-        entry=proof.entry,
-        tree_size=proof.tree_size,
-        leaf_hash=proof.leaf_hash,
-        root=proof.root,
-        path=proof.path,
-        origin=proof.origin,
-        entry_hash=proof.entry_hash,
-        entry_fields=proof.entry_fields,
-        pack_payload=payload,
-    )
+    return replace(proof, pack=head.pack_no, pack_payload=payload)
 
 
 def prove_entry(conn: Connection, seq: int, size: int) -> InclusionProof:
