@@ -21,11 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ledger.core.checkpoint import Checkpoint, Note, VerifierKey
 from ledger.core.errors import InputError, NotFoundError
-from ledger.core.proofs import CheckpointResult, ConsistencyProof, InclusionProof
-from ledger.core.query import SearchResult
-from ledger.core.records import ChunkRecord
 from ledger.core.results import (
     BatchBuild,
     ChunkList,
@@ -42,27 +38,24 @@ from ledger.core.results import (
     SubjectGrants,
     WhyEvicted,
 )
-from ledger.core.why import WhyAnswer
-from ledger.ingest.files import (
-    FORMATS,
-    Progress,
-    check_input_file,
-    detect_format,
-    read_records,
-    validated,
-)
 from ledger.store import access, engine, packs, versions
-from ledger.store import tree as merkle_tree
 from ledger.store.chain import entry_at, read_head
 
 if TYPE_CHECKING:
+    from ledger.core.checkpoint import Checkpoint, VerifierKey
+    from ledger.core.proofs import CheckpointResult, ConsistencyProof, InclusionProof
+    from ledger.core.query import SearchResult
+    from ledger.core.records import ChunkRecord
+    from ledger.core.why import WhyAnswer
+    from ledger.ingest.files import Progress
     from ledger.store.audit import ReplayResult, VerifyResult
     from ledger.store.documents import DocumentIngestSummary, RetractResult
     from ledger.store.ingest import IngestSummary
 
-# The store modules of the audit, build and ingest commands, and the signing keys
-# (cryptography), are imported by the methods that use them: every database
-# command pays for what this module imports (issue 21: start-up).
+# The store modules of the audit, build and ingest commands, the file readers, the
+# Merkle tree and the signing keys (cryptography) are imported by the methods that
+# use them: every database command pays for what this module imports (issue 21:
+# start-up).
 
 COUNTERS = ("estimated_tokens", "utf8-bytes", "cl100k_base", "o200k_base")
 HINTS = ("newest", "all", "none")
@@ -161,6 +154,7 @@ class Ledger:
 
         An error names the record by its index: `records[3]: field 'trust': ...`.
         """
+        from ledger.ingest.files import validated
         from ledger.store.ingest import store_records
 
         items = list(records)
@@ -586,7 +580,10 @@ class Ledger:
     ) -> CheckpointResult:
         """The C2SP checkpoint of the tree of `size` entries (default: all), signed
         with the private key file `key` when given (`ledger checkpoint --key`)."""
+        from ledger.core.checkpoint import Note
+        from ledger.core.proofs import CheckpointResult
         from ledger.signing import load_signer
+        from ledger.store import tree as merkle_tree
 
         signer = load_signer(Path(key)) if key is not None else None
         with self._read() as conn:
@@ -600,12 +597,16 @@ class Ledger:
     def prove(self, pack: PackRef, size: int | None = None) -> InclusionProof:
         """The inclusion proof of a pack's entry in the tree of `size` entries
         (default: now); `to_json()` is `ledger prove PACK --json`."""
+        from ledger.store import tree as merkle_tree
+
         with self._read() as conn:
             return merkle_tree.prove_pack(conn, self._pack_no(conn, pack), size)
 
     def prove_consistency(self, old: int, new: int | None = None) -> ConsistencyProof:
         """The proof that the tree of `new` entries (default: now) extends the tree of
         `old`; `to_json()` is `ledger prove --consistency OLD [NEW] --json`."""
+        from ledger.store import tree as merkle_tree
+
         with self._read() as conn:
             return merkle_tree.prove_consistency(conn, old, new)
 
@@ -677,6 +678,7 @@ def _tree_checkpoint(
     value: str | os.PathLike[str] | Checkpoint | None, key: VerifierKey | None
 ) -> Checkpoint | None:
     """A tree checkpoint given as a `Checkpoint` or as a checkpoint file's path."""
+    from ledger.core.checkpoint import Checkpoint
     from ledger.signing import read_checkpoint
 
     if value is None or isinstance(value, Checkpoint):
@@ -696,6 +698,7 @@ def _check_counter(counter: str) -> None:
 
 def read_batch_lines(path: str) -> list[bytes]:
     """The lines of a `--batch` file (a regular file; see `check_input_file`)."""
+    from ledger.ingest.files import check_input_file
     from ledger.ingest.source import MAX_BATCH_BYTES, MAX_BATCH_LINE_BYTES, read_lines
 
     check_input_file(path)
@@ -721,6 +724,7 @@ def ingest_files(
     index, field and rule) or `RefusedError` (a changed version, a broken dedupe
     group); either way nothing is stored.
     """
+    from ledger.ingest.files import FORMATS, check_input_file, detect_format, read_records
     from ledger.store.ingest import store_records
 
     if fmt not in FORMATS:

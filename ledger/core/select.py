@@ -33,7 +33,7 @@ from datetime import date, timedelta
 from functools import lru_cache
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from ledger.core.context import (
     Candidate,
@@ -56,6 +56,7 @@ __all__ = [
     "ContextOverBudgetError",
     "Eviction",
     "Hint",
+    "HintPool",
     "Order",
     "RequiredChunkError",
     "RequiredOverBudgetError",
@@ -64,6 +65,7 @@ __all__ = [
     "candidate_of",
     "default_output",
     "default_preference",
+    "recorded_hint",
     "select",
 ]
 
@@ -608,6 +610,98 @@ def admission_hint(
             return Hint(target.ref(), tuple(steps), False)
         current = changed
     return Hint(target.ref(), tuple(steps), False)
+
+
+# A hint for a recorded pack, computed on only the candidates it can depend on
+# (the store loads those alone, not the whole pack). The first run of
+# `admission_hint` re-makes the recorded pack; each step then changes the request.
+
+
+@dataclass(frozen=True, slots=True)
+class HintPool:
+    """Which of a pack's candidates a hint is computed on.
+
+    - "rivals": the target's id's versions and the version the recorded
+      eviction's detail names (`kept`, `by`). For a duplicate, superseded,
+      expired or retracted target they decide it exactly as the whole pack does
+      (gates 1-5 are per candidate, gate 6 per id, gate 7 keeps the same first),
+      as long as no step changes the request.
+    - "survivors": the admitted and the budget evictions. Gates 1-7 do not depend
+      on the budget: for a budget eviction they are all that changes while only
+      the budget does.
+    - "reachable": the rivals, and every candidate that `holds`: the required
+      ones and those that pass gates 1-4 under some request a hint can try. A
+      hint's steps only add the target's permission and trust and move as_of
+      between the request's and the target's effective_from, so any other
+      candidate fails gates 1-4 in every run of the hint: it cannot change the
+      target's fate, nor (not being required) fail the build. Exact for any
+      target.
+    """
+
+    kind: Literal["rivals", "survivors", "reachable"]
+    granted: frozenset[str] = frozenset()
+    allowed_trust: frozenset[str] = frozenset()
+    first_day: str = ""
+    last_day: str = ""
+
+    def holds(self, c: Candidate) -> bool:
+        """For "reachable": whether `c` is in the pool besides the rivals (the
+        condition the store writes in SQL)."""
+        return c.required or (
+            c.required_permission in self.granted
+            and c.trust in self.allowed_trust
+            and c.effective_from <= self.last_day
+            and (c.expires_on is None or c.expires_on > self.first_day)
+        )
+
+
+_RIVALS = HintPool("rivals")
+_SURVIVORS = HintPool("survivors")
+_RIVAL_REASONS = frozenset({"duplicate", "superseded", "expired", "retracted"})
+_REQUEST_STEPS = {"grant": "granted", "allow_trust": "allowed_trust", "budget": "budget"}
+
+
+def _changes(hint: Hint) -> frozenset[str]:
+    """The request fields a hint's steps change: granted, allowed_trust, as_of, budget."""
+    changed = {_REQUEST_STEPS[s["kind"]] for s in hint.steps if s["kind"] in _REQUEST_STEPS}
+    changed |= {"as_of" for s in hint.steps if s["kind"] == "as_of" or "as_of" in s}
+    return frozenset(changed)
+
+
+def recorded_hint(
+    load: Callable[[HintPool], Iterable[Candidate]],
+    reason: str | None,
+    request: Request,
+    target_record_digest: str,
+    order: Order = DEFAULT_ORDER,
+) -> Hint:
+    """`admission_hint` for a candidate of a recorded pack that evicted it for
+    `reason` (None: unknown): the same answer, on the narrowest pool that gives it.
+
+    `load(pool)` returns the pack's candidates of that `HintPool` (a superset
+    will do: the whole pack gives the same answer).
+    """
+    rivals = list(load(_RIVALS))
+    if reason in _RIVAL_REASONS:
+        hint = admission_hint(rivals, request, target_record_digest, order)
+        if not _changes(hint):
+            return hint
+    elif reason == "budget":
+        hint = admission_hint(load(_SURVIVORS), request, target_record_digest, order)
+        if _changes(hint) <= {"budget"}:
+            return hint
+    target = next((c for c in rivals if c.record_digest == target_record_digest), None)
+    if target is None:
+        return admission_hint(rivals, request, target_record_digest, order)  # refuses it
+    days = sorted((request.as_of, target.effective_from))
+    reachable = HintPool(
+        "reachable",
+        granted=request.granted | {target.required_permission},
+        allowed_trust=request.allowed_trust | {target.trust},
+        first_day=days[0],
+        last_day=days[1],
+    )
+    return admission_hint(load(reachable), request, target_record_digest, order)
 
 
 def _merge_refs(a: list[dict[str, str]], b: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -2,8 +2,8 @@
 
 - `why_evicted`: every pack that considered a version, newest first, with the
   reason and details recorded, and for an eviction the smallest change that
-  would have admitted it, computed by the core (`admission_hint`) on the pack's
-  own inputs.
+  would have admitted it, computed by the core (`recorded_hint`) on the pack's
+  own inputs and only the candidates it depends on.
 - `diff`: per chunk id, what entered, left, changed version or reason, each
   tagged with its cause.
 - `verify`: recompute every digest from the stored rows and the whole chain.
@@ -28,7 +28,7 @@ from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, REASON_NAMES
 from ledger.core.reasons import REASONS as GATE_ORDER
 from ledger.core.records import EXCHANGE_SCOPE, ChunkRecord, record_digest
-from ledger.core.select import admission_hint
+from ledger.core.select import Candidate, HintPool, recorded_hint
 from ledger.store import tree
 from ledger.store.access import Policy, grant_payload, policy_payload
 from ledger.store.build import (
@@ -44,6 +44,7 @@ from ledger.store.build import (
 from ledger.store.chain import KINDS, Head, read_head
 from ledger.store.documents import retract_payload
 from ledger.store.engine import fetch_tuples
+from ledger.store.hints import recorded_eviction
 from ledger.store.ingest import ingest_payload_digest, record_from_row
 from ledger.store.packs import (
     bad_pack_types,
@@ -180,12 +181,26 @@ def retrieval_of(head: Any) -> RetrievalRecord | None:
 def hint_for(
     conn: Connection, head: Any, record_digest: str, cache: dict[tuple[Any, ...], Any]
 ) -> dict[str, Any]:
-    """The core's smallest change that would have admitted a version in a pack."""
+    """The core's smallest change that would have admitted a version in a pack,
+    computed on only the candidates it depends on (`recorded_hint`); `cache`
+    keeps the whole candidate lists read for a pack's mark."""
     inputs = inputs_of(head, conn)
     key = (head.ledger_mark, head.counter, inputs.scope, head.pack_no if inputs.retrieval else 0)
-    if key not in cache:
-        cache[key] = candidates_for(conn, inputs)[0]
-    hint = admission_hint(cache[key], inputs.request(), record_digest, inputs.order()).to_json()
+    reason, where = recorded_eviction(conn, head.pack_no, record_digest)
+
+    def load(pool: HintPool) -> list[Candidate]:
+        # Many hints on one pack (a report): the second wide pool reads the whole
+        # pack once instead, and every later hint reuses it.
+        if key not in cache:
+            if pool.kind == "rivals" or (key, "wide") not in cache:
+                if pool.kind != "rivals":
+                    cache[key, "wide"] = True
+                return candidates_for(conn, inputs, where=where(pool))[0]
+            cache[key] = candidates_for(conn, inputs)[0]
+        cands: list[Candidate] = cache[key]
+        return cands
+
+    hint = recorded_hint(load, reason, inputs.request(), record_digest, inputs.order()).to_json()
     if inputs.is_transcript:
         # A transcript pack's budget excludes continuation.md's fixed header, but
         # `build --transcript --budget` counts the whole file: hint that number.

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from json.encoder import encode_basestring as _json_str  # RFC 8785's string escapes
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, insert, select
+from sqlalchemy import Connection, Engine, and_, func, insert, select
 
 from ledger.core.canonical import canonical_json, digest_trusted
 from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
@@ -303,19 +303,21 @@ def load_candidates(
 
 
 def candidates_for(
-    conn: Connection, inputs: Inputs, counter: str | None = None
+    conn: Connection, inputs: Inputs, counter: str | None = None, where: Any = None
 ) -> tuple[list[Candidate], dict[str, int]]:
     """The candidates of a build with these inputs: every version of the scope at
     the mark, or, for a retrieval build, the ranked evidence and every other
-    section, with their ranks. `counter` overrides the inputs' (replay recounts)."""
+    section, with their ranks. `counter` overrides the inputs' (replay recounts);
+    `where` keeps only the candidates of that condition (a hint's pool)."""
     counter = inputs.counter if counter is None else counter
     if inputs.retrieval is None:
-        return load_candidates(conn, inputs.mark, counter, inputs.scope)
+        return load_candidates(conn, inputs.mark, counter, inputs.scope, where)
     from ledger.store.fulltext import apply_ranks, retrieval_filter
 
-    cands, vid_of = load_candidates(
-        conn, inputs.mark, counter, inputs.scope, retrieval_filter(inputs.retrieval)
-    )
+    condition = retrieval_filter(inputs.retrieval)
+    if where is not None:
+        condition = and_(condition, where)
+    cands, vid_of = load_candidates(conn, inputs.mark, counter, inputs.scope, condition)
     return apply_ranks(inputs.retrieval, cands), vid_of
 
 

@@ -15,7 +15,6 @@ from sqlalchemy import Connection, func, insert, select, update
 from ledger.core.chain import GENESIS, entry_hash  # the formulas, pure (proofs need them)
 from ledger.core.numbers import backend_max
 from ledger.store.schema import entries
-from ledger.store.tree import append_entry
 
 KINDS = ("ingest", "grant", "revoke", "policy", "pack", "retract", "erase")
 
@@ -82,7 +81,11 @@ def seal_entry(conn: Connection, seq: int, payload_digest: str) -> Head:
         .where(entries.c.seq == seq)
         .values(payload_digest=payload_digest, entry_hash=h)
     )
-    append_entry(conn, seq, h)  # the Merkle tree grows in the same transaction
+    # The Merkle tree grows in the same transaction. Imported here, by the writers:
+    # a read command needs neither the tree nor the proofs (issue 21: start-up).
+    from ledger.store.tree import append_entry
+
+    append_entry(conn, seq, h)
     return Head(seq, h)
 
 

@@ -1,0 +1,117 @@
+"""`recorded_hint`: a hint on a recorded pack, computed on only the candidates it
+depends on (the store loads those alone), gives the same answer as
+`admission_hint` on the whole pack, for every eviction of random packs."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.core.select import (
+    Candidate,
+    Context,
+    HintPool,
+    Request,
+    admission_hint,
+    recorded_hint,
+)
+from tests.core.test_core_properties import DATES, candidate_sets, requests, run
+
+retractions = st.dictionaries(
+    st.sampled_from([f"id-{i}" for i in range(12)]),
+    st.lists(st.tuples(st.integers(0, 4), st.sampled_from(DATES)), min_size=1, max_size=2).map(
+        tuple
+    ),
+    max_size=4,
+)
+
+
+def pool_of(
+    pool: HintPool, candidates: list[Candidate], ctx: Context, target: Candidate, ref: str | None
+) -> list[Candidate]:
+    """A pack's candidates of `pool`, chosen as the store's SQL chooses them."""
+
+    def rival(c: Candidate) -> bool:
+        return c.record_digest in (target.record_digest, ref) or c.id == target.id
+
+    if pool.kind == "rivals":
+        return [c for c in candidates if rival(c)]
+    if pool.kind == "survivors":
+        return list(ctx.items) + [e.candidate for e in ctx.evicted if e.reason == "budget"]
+    return [c for c in candidates if rival(c) or pool.holds(c)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(candidate_sets(), requests, retractions, st.booleans())
+def test_recorded_hint_is_the_whole_pack_hint(
+    candidates: list[Candidate], request: Request, retracted: Any, reason_known: bool
+) -> None:
+    request = dataclasses.replace(request, retractions=MappingProxyType(retracted))
+    ctx = run(candidates, request)
+    if ctx is None:
+        return  # no pack was recorded
+    for eviction in ctx.evicted:
+        target = eviction.candidate
+        named = eviction.detail.get("kept") or eviction.detail.get("by")
+        ref = named["record_digest"] if named else None
+        loaded: list[str] = []
+
+        def load(
+            pool: HintPool, target: Candidate = target, ref: str | None = ref, loaded: Any = loaded
+        ) -> Any:
+            loaded.append(pool.kind)
+            return pool_of(pool, candidates, ctx, target, ref)
+
+        reason = eviction.reason if reason_known else None
+        fast = recorded_hint(load, reason, request, target.record_digest)
+        whole = admission_hint(candidates, request, target.record_digest)
+        assert fast.to_json() == whole.to_json()
+        # The whole pack is never needed; an unknown reason goes to "reachable".
+        assert loaded[0] == "rivals" and len(loaded) <= 3
+        if reason is None:
+            assert loaded == ["rivals", "reachable"]
+
+
+def test_reachable_pool_leaves_out_what_no_step_can_admit(cand: Any, request_for: Any) -> None:
+    target = cand(id="t", required_permission="legal", effective_from="2026-09-01")
+    unreachable = [
+        cand(id="forum", trust="unverified"),  # trust never allowed by the hint
+        cand(id="ops", required_permission="ops"),  # permission never granted
+        cand(id="late", effective_from="2026-10-01"),  # after both as_of values
+        cand(id="gone", expires_on="2026-07-01"),  # expired at both
+    ]
+    reachable = [
+        cand(id="same-perm", required_permission="legal"),
+        # Required: in the pool whatever its gates (its id's fate can fail a build).
+        cand(id="must", source_version="v1", required=True, required_permission="ops"),
+        cand(id="must", source_version="v2"),
+        cand(id="then", effective_from="2026-08-01", expires_on="2026-07-02"),
+    ]
+    pool = HintPool(
+        "reachable",
+        granted=frozenset({"read", "legal"}),
+        allowed_trust=frozenset({"approved-source"}),
+        first_day="2026-07-01",
+        last_day="2026-09-01",
+    )
+    assert [c.id for c in [target, *unreachable, *reachable] if pool.holds(c)] == [
+        "t",
+        "same-perm",
+        "must",
+        "must",
+        "then",
+    ]
+    seen: list[HintPool] = []
+
+    def load(p: HintPool) -> list[Candidate]:
+        seen.append(p)
+        pack = [target, *unreachable, *reachable]
+        return [c for c in pack if c.id == "t" or (p.kind == "reachable" and p.holds(c))]
+
+    hint = recorded_hint(load, "permission_denied", request_for(), target.record_digest)
+    assert seen[-1] == pool
+    assert [s["kind"] for s in hint.steps] == ["grant", "as_of"] and hint.admits
