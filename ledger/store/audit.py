@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
@@ -37,18 +38,21 @@ from ledger.store.build import (
     candidates_for,
     context_digests,
     decide,
+    gc_paused,
     input_digest,
     pack_digest,
     retractions_at,
 )
 from ledger.store.chain import KINDS, Head, read_head
 from ledger.store.documents import retract_payload
-from ledger.store.engine import fetch_tuples
+from ledger.store.engine import fetch_tuples, row_type
 from ledger.store.hints import recorded_eviction
 from ledger.store.ingest import ingest_payload_digest, record_from_row
 from ledger.store.packs import (
+    VERIFY_DETAIL,
+    VerifyReader,
+    VerifyRow,
     bad_pack_types,
-    detail_key,
     detail_of,
     pack_header,
     reason_of,
@@ -632,6 +636,18 @@ def verify(
     have its root. `since`: check only the entries after that checkpoint, and that
     the stored tree extends it (work proportional to the new entries).
     """
+    # One object per decision and version read: the cyclic collector, paused as
+    # for a build, would otherwise rescan the growing heap again and again.
+    with gc_paused():
+        return _verify(conn, checkpoint, tree_checkpoint, since)
+
+
+def _verify(
+    conn: Connection,
+    checkpoint: str | None,
+    tree_checkpoint: Checkpoint | None,
+    since: Checkpoint | None,
+) -> VerifyResult:
     problems = _Problems()
     after = 0 if since is None else since.size  # entries up to `after` are not read
     chain = conn.execute(select(entries).where(entries.c.seq > after).order_by(entries.c.seq)).all()
@@ -776,10 +792,11 @@ def verify(
         check_payload(p.entry_seq, "policy", policy_payload(pol), f"policy of entry {p.entry_seq}")
     # Packs and every decision.
     n_decisions = 0
+    reader = VerifyReader(conn, after)
     for head in conn.execute(
         select(packs).where(packs.c.entry_seq > after).order_by(packs.c.pack_no)
     ):
-        why, count = _check_pack(conn, head)
+        why, count = _check_pack(reader, head)
         n_decisions += count
         if why:
             problems.add(head.entry_seq, "pack", f"pack {head.pack_no}: {why}")
@@ -940,8 +957,8 @@ def parse_checkpoint(text: str) -> tuple[int, str]:
     return int(m.group(1)), m.group(2)
 
 
-_VERSION_INTS = ("vid", "estimated_tokens", "priority", "batch_seq")
-_VERSION_TEXTS = (
+_VERSION_INTS = attrgetter("vid", "estimated_tokens", "priority", "batch_seq")
+_VERSION_TEXTS = attrgetter(
     "chunk_id",
     "source_version",
     "section",
@@ -1021,13 +1038,17 @@ def _scope_problem(rec: ChunkRecord, stored: str, legacy: bool | None) -> str | 
 
 
 def _bad_in(result: Any, only: set[int] | None, legacy: bool | None) -> Iterator[str]:
-    for row in result:
+    # Named tuples of the stored columns and the decoded content: a ledger holds
+    # up to millions of versions, read here by field.
+    stored = row_type("stored", [*result.keys(), "content"])
+    for values in result:
+        row = stored(*values, None)
         if only is not None and row.vid not in only:
             continue
         name = f"chunk {row.chunk_id}@{row.source_version}"
         if (
-            not all(_int(getattr(row, f)) for f in _VERSION_INTS)
-            or not all(isinstance(getattr(row, f), str) for f in _VERSION_TEXTS)
+            {*map(type, _VERSION_INTS(row))} != {int}  # as `_int`: no bool, no float
+            or not all(isinstance(v, str) for v in _VERSION_TEXTS(row))
             or not (row.expires_on is None or isinstance(row.expires_on, str))
             or (row.required not in (0, 1) or type(row.required) not in (int, bool))
         ):
@@ -1060,7 +1081,7 @@ def _bad_in(result: Any, only: set[int] | None, legacy: bool | None) -> Iterator
             yield f"{name}: content does not match its content digest"
             continue
         try:
-            rec = record_from_row(_WithContent(row, content))
+            rec = record_from_row(stored(*values, content))
             why = _scope_problem(rec, row.record_digest, legacy)
         except Exception as exc:  # a tampered row may not even be a valid record
             yield f"{name}: stored fields are not a valid record ({type(exc).__name__})"
@@ -1078,7 +1099,7 @@ def _bad_erased(row: Any, name: str, legacy: bool | None) -> str | None:
     from ledger.core.erasure import metadata_digest
 
     try:
-        rec = record_from_row(_WithContent(row, ""))
+        rec = record_from_row(row._replace(content=""))
         if legacy is not True and metadata_digest(rec.to_json(), row.content_digest) == (
             row.erased_meta
         ):
@@ -1092,91 +1113,86 @@ def _bad_erased(row: Any, name: str, legacy: bool | None) -> str | None:
     return f"{name}: fields do not match the metadata digest its erasure recorded"
 
 
-class _WithContent:
-    """A version row with its content decoded here (see `_bad_versions`)."""
-
-    __slots__ = ("_row", "content")
-
-    def __init__(self, row: Any, content: str) -> None:
-        self._row = row
-        self.content = content
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._row, name)
-
-
-def _check_pack(conn: Connection, head: Any) -> tuple[str | None, int]:
-    """Recompute a pack's figures, input digest and pack digest from its rows."""
-    from ledger.store.packs import decision_rows
-
+def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
+    """Recompute a pack's figures, input digest and pack digest from its rows
+    (plain tuples: a large ledger holds millions of decisions)."""
     bad = bad_pack_types(head)
     if bad is not None:
         return bad, 0
     try:
-        rows = decision_rows(conn, head.pack_no)
+        rows = reader.decisions(head.pack_no)
     except IntegrityError as exc:
         return str(exc).split(": ", 1)[-1], 0
+    n = len(rows)
     try:
-        inputs = inputs_of(head, conn)
+        inputs = inputs_of(head, reader.conn)
     except IntegrityError:
-        return "its recorded grants or policy snapshot is not readable", len(rows)
+        return "its recorded grants or policy snapshot is not readable", n
     if (
         canonical_json(list(inputs.grants)) != head.grants
         or canonical_json(inputs.policy.to_json()) != head.policy
     ):
         # The input digest covers the parsed snapshots; what is stored (and shown by
         # `show --json`) must be exactly their canonical form, without extra keys.
-        return "its grants or policy snapshot is not in its recorded form", len(rows)
-    if len(rows) != head.candidate_count:
-        return (
-            f"{len(rows)} decision rows, the pack records {head.candidate_count} candidates",
-            len(rows),
-        )
-    admitted = sorted(
-        (r for r in rows if r.status == 0),
-        key=lambda r: r.position if r.position is not None else -1,
-    )
-    if [r.position for r in admitted] != list(range(len(admitted))):
-        return "admitted positions are not 0..n-1", len(rows)
-    used = sum(r.tokens for r in admitted)
+        return "its grants or policy snapshot is not in its recorded form", n
+    if n != head.candidate_count:
+        return f"{n} decision rows, the pack records {head.candidate_count} candidates", n
+    admitted = sorted((r for r in rows if r[_STATUS] == 0), key=_position)
+    if [r[_POSITION] for r in admitted] != list(range(len(admitted))):
+        return "admitted positions are not 0..n-1", n
+    used = sum(r[_TOKENS] for r in admitted)
     if used != head.used:
-        return f"admitted tokens add up to {used}, the pack records used {head.used}", len(rows)
+        return f"admitted tokens add up to {used}, the pack records used {head.used}", n
     if used > head.budget:
-        return f"used {used} exceeds the budget {head.budget}", len(rows)
+        return f"used {used} exceeds the budget {head.budget}", n
     if head.counter == ESTIMATED:
         for r in rows:
-            if r.tokens != r.estimated_tokens:
-                return (
-                    f"{r.chunk_id}@{r.source_version}: tokens differ from the version's estimate",
-                    len(rows),
-                )
+            if r[_TOKENS] != r[_ESTIMATED]:
+                return f"{reader.name(r)}: tokens differ from the version's estimate", n
     evicted = []
     # Equal details as one object, as the selector shares them: the pack digest
     # encodes each distinct detail once.
     shared: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
-        if r.status == 0:
+        status = r[_STATUS]
+        if status == 0:
             continue
-        reason = REASON_NAMES.get(r.status)
-        if reason is None:
-            return f"{r.chunk_id}@{r.source_version}: unknown status {r.status}", len(rows)
-        if reason in ("superseded", "duplicate") and r.ref_digest is None:
-            return (
-                f"{r.chunk_id}@{r.source_version}: {reason} without the version it refers to",
-                len(rows),
-            )
-        key = detail_key(reason, r)
+        known = VERIFY_DETAIL.get(status)
+        if known is None:
+            return f"{reader.name(r)}: unknown status {status}", n
+        reason, made_of, extended = known
+        if extended:
+            r = reader.extended(r)
+        key = (status, made_of(r))
         detail = shared.get(key)
         if detail is None:
-            detail = shared[key] = detail_of(reason, r)
-        evicted.append((r.record_digest, reason, detail, r.tokens))
-    ind = input_digest(inputs, (r.record_digest for r in rows))
+            row = reader.named(r)
+            if status in _REFERRING and row.ref_digest is None:
+                return f"{reader.name(r)}: {reason} without the version it refers to", n
+            detail = shared[key] = detail_of(reason, row)
+        evicted.append((r[_DIGEST], reason, detail, r[_TOKENS]))
+    ind = input_digest(inputs, [r[_DIGEST] for r in rows])
     if ind != head.input_digest:
-        return "input digest does not match the recorded inputs and candidates", len(rows)
-    pd = pack_digest(inputs, ind, [(r.record_digest, r.tokens) for r in admitted], evicted)
+        return "input digest does not match the recorded inputs and candidates", n
+    pd = pack_digest(inputs, ind, [(r[_DIGEST], r[_TOKENS]) for r in admitted], evicted)
     if pd != head.pack_digest:
-        return "pack digest does not match its decisions", len(rows)
-    return None, len(rows)
+        return "pack digest does not match its decisions", n
+    return None, n
+
+
+# Evictions whose detail names another version: a row must have it.
+_REFERRING = {REASON_CODES["superseded"], REASON_CODES["duplicate"]}
+
+
+_STATUS, _TOKENS, _POSITION, _DIGEST, _ESTIMATED = (
+    VerifyRow._fields.index(f)
+    for f in ("status", "tokens", "position", "record_digest", "estimated_tokens")
+)
+
+
+def _position(row: tuple[Any, ...]) -> int:
+    position = row[_POSITION]
+    return -1 if position is None else position
 
 
 # --------------------------------------------------------------------------

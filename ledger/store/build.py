@@ -15,11 +15,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from json.encoder import encode_basestring as _json_str  # RFC 8785's string escapes
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, func, insert, select
 
-from ledger.core.canonical import canonical_json, digest_trusted
+from ledger.core.canonical import canonical_json, digest_trusted, trusted_json
 from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
 from ledger.core.context import Context
 from ledger.core.errors import InputError, IntegrityError, RefusedError
@@ -459,16 +460,19 @@ def pack_digest(
     shares them) encoded once, instead of building the manifest's dicts and
     encoding those. tests/store/test_canonical.py checks it against RFC 8785.
     """
-    details: dict[int, str] = {}
+    # Per distinct detail object: its reason and the text up to the record digest.
+    # A detail is built by the ledger (ASCII keys; strings, integers, null and one
+    # nested object): its canonical text is `json`'s, written in C.
+    heads: dict[int, tuple[str, str]] = {}
     rows = []
     for d, r, det, t in sorted(evicted, key=_first):
-        text = details.get(id(det))  # `evicted` holds every det: ids stay unique here
-        if text is None:
-            text = details[id(det)] = canonical_json(det)
-        rows.append(
-            f'{{"detail":{text},"reason":{_text(r)},"record_digest":{_text(d)},'
-            f'"tokens":{_number(t)}}}'
-        )
+        known = heads.get(id(det))  # `evicted` holds every det: ids stay unique here
+        if known is None or known[0] != r:
+            known = heads[id(det)] = (
+                r,
+                f'{{"detail":{trusted_json(det)},"reason":{_text(r)},"record_digest":',
+            )
+        rows.append(f'{known[1]}{_text(d)},"tokens":{_number(t)}}}')
     arrays = {
         "admitted": "["
         + ",".join([f'{{"record_digest":{_text(d)},"tokens":{_number(t)}}}' for d, t in admitted])
@@ -484,8 +488,7 @@ def pack_digest(
     return hashlib.sha256(("{" + ",".join(members) + "}").encode("utf-8")).hexdigest()
 
 
-def _first(entry: tuple[Any, ...]) -> Any:
-    return entry[0]
+_first = itemgetter(0)
 
 
 def _text(value: Any) -> str:

@@ -229,7 +229,6 @@ def _listing(conn: Connection, vids: list[int]) -> dict[int, dict[str, Any]]:
 
 def _erase(conn: Connection, vids: list[int], reason: str) -> int:
     from ledger.store import fulltext
-    from ledger.store.audit import _WithContent
     from ledger.store.ingest import record_from_row
 
     _check_bodies(conn, vids)
@@ -239,7 +238,7 @@ def _erase(conn: Connection, vids: list[int], reason: str) -> int:
         rows += conn.execute(select(versions).where(versions.c.vid.in_(vids[start : start + _IN])))
     items: list[tuple[int, str, str]] = []
     for r in rows:
-        rec = record_from_row(_WithContent(r, r.content)).to_json()
+        rec = record_from_row(r).to_json()
         items.append((int(r.vid), r.record_digest, metadata_digest(rec, r.content_digest)))
     seq = reserve_entry(conn, "erase")
     insert_tuples(

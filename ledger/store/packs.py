@@ -11,16 +11,16 @@ import json
 import re
 from collections import namedtuple
 from collections.abc import Iterable
-from operator import attrgetter
+from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, and_, func, select
 
 from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
 from ledger.core.numbers import ascii_int, backend_max
 from ledger.core.reasons import REASON_CODES, REASON_NAMES, SECTIONS
 from ledger.core.records import printable
-from ledger.store.engine import fetch_tuples
+from ledger.store.engine import fetch_tuples, row_type
 from ledger.store.schema import decisions, packs, retractions, versions
 
 _HEX = re.compile(r"[0-9a-f]+")
@@ -116,21 +116,18 @@ def snapshot_of(text: str, what: str, pack_no: int) -> Any:
 
 
 # The fields of a decision row (and its versions) each reason's detail is made of.
-_DETAIL_FIELDS = {
-    "permission_denied": attrgetter("required_permission"),
-    "trust_denied": attrgetter("trust"),
-    "not_yet_effective": attrgetter("effective_from"),
-    "expired": attrgetter("expires_on"),
-    "budget": attrgetter("tokens", "remaining"),
-    "retracted": attrgetter("retracted_from", "remaining"),
-    "superseded": attrgetter("ref_id", "ref_version", "ref_digest"),
-    "duplicate": attrgetter("ref_id", "ref_version", "ref_digest"),
+DETAIL_FIELDS: dict[str, tuple[str, ...]] = {
+    "permission_denied": ("required_permission",),
+    "trust_denied": ("trust",),
+    "not_yet_effective": ("effective_from",),
+    "expired": ("expires_on",),
+    "budget": ("tokens", "remaining"),
+    "retracted": ("retracted_from", "remaining"),
+    "superseded": ("ref_id", "ref_version", "ref_digest"),
+    "duplicate": ("ref_id", "ref_version", "ref_digest"),
 }
-
-
-def detail_key(reason: str, row: Any) -> tuple[str, Any]:
-    """What `detail_of(reason, row)` is made of: equal keys, equal details."""
-    return (reason, _DETAIL_FIELDS[reason](row))
+# The version columns a reason's detail reads (the others are the decision's).
+_VERSION_DETAIL = ("required_permission", "trust", "effective_from", "expires_on")
 
 
 def detail_of(reason: str, row: Any) -> dict[str, Any]:
@@ -255,6 +252,128 @@ def _typed_decisions(rows: list[tuple[Any, ...]]) -> bool:
         and type(t[11]) is int
         for t in rows
     )
+
+
+# What verify reads of the packs' decisions. A large ledger holds millions of
+# decisions over a few versions each: the versions are read once (the fields a
+# pack's digests and details are made of), each pack's decision rows alone, and
+# each row is its decision's fields followed by its version's, a plain tuple laid
+# out as `VerifyRow` (the last four only in the rows whose detail reads them).
+_DECISION_FIELDS = ("vid", "status", "tokens", "position", "remaining", "ref_vid")
+_VERSION_FIELDS = (
+    "record_digest",
+    "estimated_tokens",
+    *_VERSION_DETAIL,
+    "chunk_id",
+    "source_version",
+)
+_EXTRA_FIELDS = ("retracted_from", "ref_id", "ref_version", "ref_digest")
+# Built once per distinct detail.
+VerifyRow = row_type("VerifyRow", [*_DECISION_FIELDS, *_VERSION_FIELDS, *_EXTRA_FIELDS])
+_SHORT = len(_DECISION_FIELDS) + len(_VERSION_FIELDS)
+_ID = VerifyRow._fields.index("chunk_id")  # then source_version
+# Per status: its reason, the getter of the fields its detail is made of (equal
+# fields, equal details) and whether they include the last four.
+VERIFY_DETAIL: dict[int, tuple[str, Any, bool]] = {
+    REASON_CODES[reason]: (
+        reason,
+        itemgetter(*(VerifyRow._fields.index(f) for f in fields)),
+        any(f in _EXTRA_FIELDS for f in fields),
+    )
+    for reason, fields in DETAIL_FIELDS.items()
+}
+
+
+class VerifyReader:
+    """The decisions of packs and the versions they name, read for verify.
+
+    `after`: only the packs recorded after that entry are read (`verify --since`),
+    and only the versions their decisions name."""
+
+    def __init__(self, conn: Connection, after: int) -> None:
+        self.conn = conn
+        self.sqlite = conn.dialect.name == "sqlite"
+        v = versions.c
+        query = select(v.vid, *(v[name] for name in _VERSION_FIELDS), v.priority)
+        if after:
+            named = select(decisions.c.vid).join(packs, packs.c.pack_no == decisions.c.pack_no)
+            query = query.where(v.vid.in_(named.where(packs.c.entry_seq > after)))
+        self.versions: dict[int, tuple[Any, ...]] = {}
+        # SQLite keeps any type in any column: a decision naming a version whose
+        # integers are not is reported as the pack's, as `decision_rows` does.
+        self.untyped: set[int] = set()
+        common: dict[Any, Any] = {}  # equal dates, labels and permissions as one object
+        for vid, digest, estimated, *detail, cid, sv, priority in fetch_tuples(conn, query):
+            shared = [common.setdefault(x, x) for x in detail]
+            self.versions[vid] = (digest, estimated, *shared, cid, sv)
+            if type(estimated) is not int or type(priority) is not int:
+                self.untyped.add(vid)
+        t = retractions.c
+        self.retracted: dict[tuple[Any, Any], Any] = {
+            (seq, cid): day
+            for seq, cid, day in fetch_tuples(conn, select(t.entry_seq, t.chunk_id, t.from_date))
+        }
+
+    def decisions(self, pack_no: int) -> list[tuple[Any, ...]]:
+        """A pack's decisions whose version exists (as an inner join), by vid, each
+        with its version's fields; IntegrityError if a field has the wrong type."""
+        d = decisions.c
+        query = select(*(d[name] for name in _DECISION_FIELDS)).where(d.pack_no == pack_no)
+        known = self.versions
+        rows = [
+            r + known[r[0]] for r in fetch_tuples(self.conn, query.order_by(d.vid)) if r[0] in known
+        ]
+        untyped = self.untyped
+        if self.sqlite and (
+            any(vid in known for vid in self._untyped(pack_no))
+            or (untyped and any(r[0] in untyped for r in rows))
+        ):
+            raise IntegrityError(
+                f"pack {pack_no}: a decision has a field of the wrong type; "
+                "the database was altered: run `ledger verify`"
+            )
+        return rows
+
+    def _untyped(self, pack_no: int) -> list[int]:
+        """The versions of the pack's decisions that hold a value of another type
+        than the integers the ledger writes (SQLite's storage class: its Python type)."""
+        d = decisions.c
+        ints = [func.typeof(d.status) == "integer", func.typeof(d.tokens) == "integer"]
+        ints += [func.typeof(d[n]).in_(("integer", "null")) for n in ("position", "remaining")]
+        return list(self.conn.scalars(select(d.vid).where(d.pack_no == pack_no, ~and_(*ints))))
+
+    def extended(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A row with its last four fields: the retraction's date (a retracted
+        row), the id, version and record digest of the version it refers to."""
+        if len(row) > _SHORT:
+            return row
+        retracted = None
+        if row[1] == REASON_CODES["retracted"]:  # `remaining` holds the retract entry
+            retracted = self.retracted.get((row[4], row[_ID]))
+        ref: tuple[Any, ...] = (None, None, None)
+        if row[5] is not None:
+            named = self.versions.get(row[5])
+            if named is None:  # not among the checked packs' versions
+                c = versions.c
+                hit = self.conn.execute(
+                    select(c.chunk_id, c.source_version, c.record_digest).where(c.vid == row[5])
+                ).first()
+                ref = tuple(hit) if hit is not None else ref
+            else:
+                ref = (named[6], named[7], named[0])
+        return (*row, retracted, *ref)
+
+    @staticmethod
+    def named(row: tuple[Any, ...]) -> Any:
+        """A row as a `VerifyRow` (its last four fields read by `extended`)."""
+        return (
+            VerifyRow._make(row) if len(row) > _SHORT else VerifyRow(*row, None, None, None, None)
+        )
+
+    @staticmethod
+    def name(row: tuple[Any, ...]) -> str:
+        """`id@version` of a row's version, to name it in a problem."""
+        return f"{row[_ID]}@{row[_ID + 1]}"
 
 
 _PACK_INTS = ("pack_no", "entry_seq", "ledger_mark", "budget", "used", "candidate_count")
