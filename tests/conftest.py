@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,7 @@ def run_ledger(
     if subprocess_run or os.environ.get("LEDGER_TEST_SUBPROCESS") == "1":
         out = _run_subprocess(argv, input, cwd, env)
     else:
-        out = _run_in_process(argv, input, cwd, env)
+        out = run_in_process(argv, input, cwd, env)
     if check and out.returncode != 0:
         raise AssertionError(f"ledger {' '.join(args)} exited {out.returncode}: {out.stderr}")
     return out
@@ -58,9 +61,18 @@ def _run_subprocess(
     )
 
 
-def _run_in_process(
-    argv: list[str], input: bytes | None, cwd: Path | None, env: dict[str, str] | None
+def run_in_process(
+    argv: list[str],
+    input: bytes | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+    errors: str = "replace",
 ) -> subprocess.CompletedProcess[str]:
+    """`ledger ARGV...` through its entry point in this process. A command still
+    running after `timeout` seconds raises subprocess.TimeoutExpired, as
+    `subprocess.run` does for a hung child (SIGALRM; in the main thread only).
+    Output is decoded as UTF-8 with `errors` ("strict": bad bytes fail the test)."""
     import traceback
 
     from click.testing import CliRunner
@@ -70,12 +82,17 @@ def _run_in_process(
     overrides: dict[str, str | None] = {"LEDGER_DB": None, **(env or {})}
     before = os.getcwd()
     code: int
-    with CliRunner().isolation(input=input, env=overrides) as (stdout, stderr, _):
+    with (
+        CliRunner().isolation(input=input, env=overrides) as (stdout, stderr, _),
+        _deadline(timeout, argv),
+    ):
         try:
             if cwd is not None:
                 os.chdir(cwd)
             main(argv)
             code = 0
+        except subprocess.TimeoutExpired:
+            raise
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except Exception:  # a bug: the traceback a user would see, exit 1 as Python gives
@@ -87,8 +104,26 @@ def _run_in_process(
             sys.stderr.flush()
         out, err = stdout.getvalue(), stderr.getvalue()
     return subprocess.CompletedProcess(
-        ["ledger", *argv], code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        ["ledger", *argv], code, out.decode("utf-8", errors), err.decode("utf-8", errors)
     )
+
+
+@contextmanager
+def _deadline(seconds: float | None, argv: list[str]) -> Iterator[None]:
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise subprocess.TimeoutExpired(["ledger", *argv], seconds)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def ledger_json(*args: str, db: Path | str | None = None) -> Any:
@@ -110,17 +145,22 @@ def db_url_factory(tmp_path: Path) -> Callable[[str], str]:
     return make
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sqlite_init_template() -> str:
+    """The SQLite ledger `ledger init` makes, once per process, before any test
+    runs (so no test's monkeypatching can touch it): fresh ledgers are copies."""
+    from tests import dbtools
+
+    return dbtools.init_template("sqlite")
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
-    """A fresh ledger file, created and migrated by `ledger init` in-process."""
-    from ledger.store.engine import make_engine
-    from ledger.store.migrate import upgrade_to_head
+    """A fresh ledger file as `ledger init` makes it (a copy of the one it made
+    for this process, with a ledger id of its own)."""
+    from tests import dbtools
 
-    path = tmp_path / "ledger.db"
-    engine = make_engine("sqlite:///" + str(path), create=True)
-    upgrade_to_head(engine)
-    engine.dispose()
-    return path
+    return Path(dbtools.new_ledger(tmp_path, "sqlite"))
 
 
 def chunk(**overrides: Any) -> dict[str, Any]:
@@ -163,7 +203,9 @@ def pg_server():  # type: ignore[no-untyped-def]
 
     server = pgserver.start()
     dbtools.SERVER = server
+    dbtools.init_template("postgresql")  # before any test (and its monkeypatching) runs
     yield server
+    dbtools.forget_templates()
     dbtools.SERVER = None
     pgserver.stop(server)
 
@@ -211,38 +253,18 @@ def new_db(request: pytest.FixtureRequest, backend: str, tmp_path: Path):  # typ
         dbtools.drop(db)
 
 
-@pytest.fixture(scope="session")
-def pg_migrated_template(pg_server):  # type: ignore[no-untyped-def]
-    """A PostgreSQL database upgraded to head by the real migrations, once per
-    session; `db_url` copies it (CREATE DATABASE ... TEMPLATE, byte for byte)."""
-    from ledger.store.engine import make_engine
-    from ledger.store.migrate import upgrade_to_head
-    from tests import pgserver
-
-    name = f"migrated_{os.getpid()}_{uuid.uuid4().hex[:10]}"
-    engine = make_engine(pgserver.create_database(pg_server, name))
-    upgrade_to_head(engine)
-    engine.dispose()
-    return name
-
-
 @pytest.fixture
 def db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A fresh ledger on each backend, created by the real migrations (on
-    PostgreSQL: a copy of the session's migrated template database)."""
-    from ledger.store.engine import make_engine
-    from ledger.store.migrate import upgrade_to_head
-    from tests import dbtools, pgserver
+    """A fresh ledger URL on each backend, as `ledger init` makes it: a copy of
+    the ledger it made once for this process (a SQLite file copied, or CREATE
+    DATABASE ... TEMPLATE), with a ledger id of its own."""
+    from tests import dbtools
 
     if backend == "postgresql":
-        template = request.getfixturevalue("pg_migrated_template")
-        name = f"ledger_{os.getpid()}_{uuid.uuid4().hex[:10]}"
-        url = pgserver.create_database(dbtools.SERVER, name, template)
+        request.getfixturevalue("pg_server")
+        url = dbtools.new_ledger(tmp_path, backend)
     else:
-        url = _new_database_url(request, backend, tmp_path, "ledger")
-        engine = make_engine(url, create=True)
-        upgrade_to_head(engine)
-        engine.dispose()
+        url = "sqlite:///" + dbtools.new_ledger(tmp_path, backend)
     yield url
     dbtools.drop(url)
 

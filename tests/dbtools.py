@@ -10,11 +10,15 @@ database would use it, never through the project's code. SQL is written with
 
 from __future__ import annotations
 
+import atexit
 import os
+import secrets
 import shutil
 import sqlite3
+import tempfile
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,9 +62,90 @@ def new_database(folder: Path, backend: str, name: str = "ledger") -> str:
 
 
 def new_ledger(folder: Path, backend: str = "sqlite", name: str = "ledger") -> str:
-    """A new ledger made by `ledger init`, as a user makes one."""
-    db = new_database(folder, backend, name)
-    run_ledger("init", db=db, check=True)
+    """A new ledger, as `ledger init` makes one: a copy of the ledger that `ledger
+    init` made once in this process (see `init_template`), with a ledger id of its
+    own. A name already taken in `folder` gets `ledger init` itself."""
+    if backend == "sqlite" and (folder / f"{name}.db").exists():
+        db = new_database(folder, backend, name)
+        run_ledger("init", db=db, check=True)
+        return db
+    return fresh_copy(init_template(backend), folder, name)
+
+
+# One ledger per backend made by `ledger init` (the real command, the real
+# migrations) in this process; every new ledger of the tests is a copy of it:
+# migrating a database costs a second, copying a file or a template database a
+# few milliseconds. The tests of `init` and the migrations themselves still run
+# them on databases of their own (`empty_db_url`, tests/store/test_migrations.py).
+_TEMPLATES: dict[tuple[str, str], str] = {}
+
+
+def init_template(backend: str) -> str:
+    """The ledger `ledger init` made once in this process for `backend` (made now
+    if not yet). Never handed to a test: only copied."""
+    key = (backend, "" if backend == "sqlite" else _server().url)
+    if key not in _TEMPLATES:
+        if backend == "sqlite":
+            folder = Path(tempfile.mkdtemp(prefix="ledger-init-template-"))
+            atexit.register(shutil.rmtree, folder, True)
+            db = new_database(folder, backend, "template")
+        else:
+            db = new_database(Path(), backend, "template")
+        run_ledger("init", db=db, check=True)
+        _TEMPLATES[key] = db
+    return _TEMPLATES[key]
+
+
+# PostgreSQL copies are made one ahead, in a background thread: CREATE DATABASE
+# runs in the server while the test that took the previous copy runs.
+_AHEAD: dict[str, Future[str]] = {}
+_MAKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger-pg-copies")
+
+
+def forget_templates() -> None:
+    """Drop the PostgreSQL templates and unused copies (before the server stops)."""
+    for template, pending in list(_AHEAD.items()):
+        drop(pending.result())
+        del _AHEAD[template]
+    for (backend, _), db in list(_TEMPLATES.items()):
+        if backend != "sqlite":
+            drop(db)
+            del _TEMPLATES[(backend, _)]
+
+
+def fresh_copy(template: str, folder: Path, name: str = "ledger") -> str:
+    """A new ledger that is a copy of `template` (an initialized, never used
+    ledger) with a new random ledger id, as the migration draws one for every
+    new ledger: `folder/<name>.db`, owner-only as `ledger init` creates it, or a
+    new PostgreSQL database made from the template (by CREATE DATABASE ...
+    TEMPLATE, the next one made ahead while this one is used)."""
+    if is_pg(template):
+        pending = _AHEAD.pop(template, None)
+        db = (
+            pending.result()
+            if pending is not None
+            else _new_ledger_id(copy_ledger(template, folder))
+        )
+        _AHEAD[template] = _MAKER.submit(lambda: _new_ledger_id(copy_ledger(template, folder)))
+        return db
+    folder.mkdir(parents=True, exist_ok=True)
+    db = str(folder / f"{name}.db")
+    fd = os.open(db, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    with os.fdopen(fd, "wb") as out, open(sqlite_file(template), "rb") as src:
+        shutil.copyfileobj(src, out)
+    return _new_ledger_id(db)
+
+
+def _new_ledger_id(db: str) -> str:
+    """Give the copy `db` a random ledger id of its own, as the migration does."""
+    with connect(db) as con:
+        changed = execute(
+            con,
+            db,
+            "UPDATE ledger_meta SET value = ? WHERE key = 'ledger_id'",
+            (secrets.token_hex(16),),
+        )
+        assert changed == 1, changed
     return db
 
 

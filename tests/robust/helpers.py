@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import inspect, text
 
-from tests.conftest import FIXTURE, chunk
+from tests.conftest import FIXTURE, chunk, run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = json.loads(FIXTURE.read_text(encoding="utf-8"))
@@ -36,11 +36,12 @@ class Run:
     stderr: str
 
 
+def ledger_args(*args: str, db: str | Path | None = None) -> list[str]:
+    return (["--db", str(db)] if db is not None else []) + list(args)
+
+
 def ledger_cmd(*args: str, db: str | Path | None = None) -> list[str]:
-    cmd = [sys.executable, "-m", "ledger_cli"]
-    if db is not None:
-        cmd += ["--db", str(db)]
-    return cmd + list(args)
+    return [sys.executable, "-m", "ledger_cli", *ledger_args(*args, db=db)]
 
 
 def clean_env() -> dict[str, str]:
@@ -56,24 +57,34 @@ def run(
     timeout: float = 120,
     preexec_fn: Callable[[], None] | None = None,
     check: bool = False,
+    subprocess_run: bool = False,
 ) -> Run:
-    """Run `ledger ARGS...` as a user does; a hang fails the test at `timeout`."""
-    proc = subprocess.run(
-        ledger_cmd(*args, db=db),
-        input=input,
-        stdin=stdin,
-        capture_output=True,
-        cwd=cwd,
-        env=clean_env(),
-        timeout=timeout,
-        preexec_fn=preexec_fn,
-    )
-    out = Run(
-        tuple(args),
-        proc.returncode,
-        proc.stdout.decode("utf-8", "replace"),
-        proc.stderr.decode("utf-8", "replace"),
-    )
+    """Run `ledger ARGS...` as a user does; a hang fails the test at `timeout`.
+
+    In this process through the CLI's entry point (tests/conftest.py's
+    `run_in_process`: the same parsing, messages and exit codes, without a
+    Python start-up per command), unless the process boundary matters: a
+    `preexec_fn` (limits, closed or full descriptors), a `stdin` file,
+    `subprocess_run=True`, or LEDGER_TEST_SUBPROCESS=1 for the whole run.
+    """
+    boundary = preexec_fn is not None or stdin is not None or subprocess_run
+    if boundary or os.environ.get("LEDGER_TEST_SUBPROCESS") == "1":
+        proc = subprocess.run(
+            ledger_cmd(*args, db=db),
+            input=input,
+            stdin=stdin,
+            capture_output=True,
+            cwd=cwd,
+            env=clean_env(),
+            timeout=timeout,
+            preexec_fn=preexec_fn,
+        )
+        stdout = proc.stdout.decode("utf-8", "replace")
+        stderr = proc.stderr.decode("utf-8", "replace")
+        out = Run(tuple(args), proc.returncode, stdout, stderr)
+    else:
+        done = run_in_process(ledger_args(*args, db=db), input, cwd, None, timeout)
+        out = Run(tuple(args), done.returncode, done.stdout, done.stderr)
     if check and out.returncode != 0:
         raise AssertionError(f"ledger {' '.join(args)} exited {out.returncode}: {out.stderr}")
     return out

@@ -38,6 +38,8 @@ from tests.robust.helpers import (
 )
 
 TIMEOUT = 60  # /dev/zero and named pipes must not hang: a hang fails here
+# The refusals run in a child process each: a hostile input may not take the test
+# run down with it (a 100,000-deep nesting, a 20 MB body, a device, a pipe).
 DEEP = 100_000
 BIG_CONTENT = 20_000_000
 BROKEN_AT = 150_000
@@ -246,7 +248,7 @@ def test_ingest_refuses(case: Case, ledger: str, head_before: str, tmp_path: Pat
     made = case.make(tmp_path)
     paths = made if isinstance(made, list) else [str(made)]
     before = state(ledger)
-    result = run("ingest", *case.args, *paths, db=ledger, timeout=TIMEOUT)
+    result = run("ingest", *case.args, *paths, db=ledger, timeout=TIMEOUT, subprocess_run=True)
     message = one_error_line(result)
     assert case.expect in message, message
     assert state(ledger) == before
@@ -333,7 +335,15 @@ PACK: list[Case] = [
 def test_pack_refuses(case: Case, tmp_path: Path) -> None:
     path = case.make(tmp_path)
     out = tmp_path / "out" / "pack.json"
-    result = run("pack", "--fixture", str(path), "--json-pack", str(out), timeout=TIMEOUT)
+    result = run(
+        "pack",
+        "--fixture",
+        str(path),
+        "--json-pack",
+        str(out),
+        timeout=TIMEOUT,
+        subprocess_run=True,
+    )
     message = one_error_line(result, code=2, prefix="context pack error: ")
     assert case.expect in message, message
     assert not out.exists()
@@ -389,9 +399,9 @@ def test_select_refuses(case: Case, tmp_path: Path) -> None:
     given = case.make(tmp_path)
     if isinstance(given, Path):
         with open(given, "rb") as stdin:
-            result = run("select", stdin=stdin, timeout=TIMEOUT)
+            result = run("select", stdin=stdin, timeout=TIMEOUT, subprocess_run=True)
     else:
-        result = run("select", input=given, timeout=TIMEOUT)
+        result = run("select", input=given, timeout=TIMEOUT, subprocess_run=True)
     assert_select_error(result, case.expect)
 
 
@@ -483,7 +493,9 @@ def test_transcript_refuses(case: Case, tmp_path: Path) -> None:
     source = case.make(tmp_path)
     sidecar = tmp_path / "out" / "priorities.json"
     sidecar.parent.mkdir()
-    result = run("transcript", "annotate", str(source), str(sidecar), timeout=TIMEOUT)
+    result = run(
+        "transcript", "annotate", str(source), str(sidecar), timeout=TIMEOUT, subprocess_run=True
+    )
     message = one_error_line(result)
     assert case.expect in message, message
     assert list(sidecar.parent.iterdir()) == []
@@ -509,6 +521,7 @@ def test_transcript_export_refuses_a_hostile_sidecar(tmp_path: Path) -> None:
                 "10000",
                 str(out),
                 timeout=TIMEOUT,
+                subprocess_run=True,
             )
         )
         assert expect in message, message
@@ -559,7 +572,9 @@ def test_ingest_refuses_on_both_backends(case: Case, db_url: str, tmp_path: Path
     run("ingest", str(alpha), db=db_url, check=True)
     before = state(db_url)
     head = run("head", db=db_url, check=True).stdout
-    message = one_error_line(run("ingest", str(case.make(tmp_path)), db=db_url, timeout=TIMEOUT))
+    message = one_error_line(
+        run("ingest", str(case.make(tmp_path)), db=db_url, timeout=TIMEOUT, subprocess_run=True)
+    )
     assert case.expect in message, message
     assert state(db_url) == before
     assert run("head", db=db_url, check=True).stdout == head

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import run_in_process
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "transcripts"
 
@@ -131,17 +133,10 @@ def parse_continuation(data: bytes) -> list[tuple[str, str, bytes]]:
 
 
 def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`ledger ARGS...` in a subprocess, stdin closed (not a terminal)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "ledger_cli", *map(str, args)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=cwd,
-        timeout=300,
-    )
-    return subprocess.CompletedProcess(
-        proc.args, proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
-    )
+    """`ledger ARGS...` through its entry point, stdin empty (not a terminal): in
+    this process (tests/conftest.py's `run_in_process`); output must be UTF-8.
+    The terminal cases, which need a process of their own, use `run_in_pty`."""
+    return run_in_process([str(a) for a in args], b"", cwd, None, 300, errors="strict")
 
 
 def run_in_pty(
