@@ -70,7 +70,10 @@ chromium:
 
 # One worker per core (a test module stays on one worker), then the pure core
 # again under `python -O`: no check may depend on `assert`.
+# The machine sets PYTHONDONTWRITEBYTECODE: the project's own modules are
+# compiled once here, or every `ledger` child process a test starts compiles them.
 test: $(STAMP) postgres chromium
+	$(BIN)/python -m compileall -q ledger cli migrations >/dev/null
 	$(BIN)/python -m pytest -q -n auto --dist loadfile
 	$(BIN)/python -O -m pytest -q -p no:cacheprovider tests/core
 
