@@ -70,24 +70,35 @@ def drop_index(conn: Connection) -> None:
 def _insert_sql(conn: Connection) -> str:
     if conn.dialect.name == "sqlite":
         return f"INSERT INTO {TABLE} (rowid, terms) VALUES (?, ?)"
-    return f"INSERT INTO {TABLE} (vid, terms) VALUES (%(vid)s, to_tsvector('simple', %(terms)s))"
+    # One statement per slice, its rows as two arrays: a row per statement would
+    # cost more than the words themselves (a round trip of the protocol each).
+    return (
+        f"INSERT INTO {TABLE} (vid, terms) SELECT vid, to_tsvector('simple', terms) "
+        "FROM unnest(%s::integer[], %s::text[]) AS t(vid, terms)"
+    )
+
+
+def _insert_slice(conn: Connection, sql: str, batch: list[tuple[int, str]]) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(sql, batch)
+    else:
+        vids, terms = zip(*batch, strict=True)
+        conn.exec_driver_sql(sql, (list(vids), list(terms)))
 
 
 def index_rows(conn: Connection, rows: Iterable[tuple[int, str | None, str | None]]) -> int:
     """Index (vid, title, content) rows in slices; return how many."""
     sql = _insert_sql(conn)
-    sqlite = conn.dialect.name == "sqlite"
-    batch: list[Any] = []
+    batch: list[tuple[int, str]] = []
     n = 0
     for vid, title, content in rows:
-        terms = index_terms(title, content or "")
-        batch.append((vid, terms) if sqlite else {"vid": vid, "terms": terms})
+        batch.append((vid, index_terms(title, content or "")))
         if len(batch) >= INDEX_SLICE:
-            conn.exec_driver_sql(sql, batch)
+            _insert_slice(conn, sql, batch)
             n += len(batch)
             batch = []
     if batch:
-        conn.exec_driver_sql(sql, batch)
+        _insert_slice(conn, sql, batch)
         n += len(batch)
     return n
 

@@ -14,7 +14,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, select, update
+from sqlalchemy import (
+    ARRAY,
+    Connection,
+    Engine,
+    and_,
+    any_,
+    bindparam,
+    case,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.sql.elements import ColumnElement
 
 from ledger.core.canonical import canonical_bytes
@@ -163,6 +175,11 @@ _STORED_VERSIONS = select(
 ).where(versions.c.chunk_id.in_(bindparam("ids", expanding=True)))
 
 
+_STORED_VERSIONS_PG = select(
+    versions.c.chunk_id, versions.c.source_version, versions.c.record_digest
+).where(versions.c.chunk_id == any_(bindparam("ids", type_=ARRAY(versions.c.chunk_id.type))))
+
+
 def _store_slice(conn: Connection, recs: Pending, seq: int) -> tuple[int, int]:
     """Write one slice of validated records; return (new, unchanged).
 
@@ -171,7 +188,10 @@ def _store_slice(conn: Connection, recs: Pending, seq: int) -> tuple[int, int]:
     """
     ids = sorted({rec.id for _, rec, _ in recs})
     stored: dict[tuple[str, str], str] = {}
-    for row in conn.execute(_STORED_VERSIONS, {"ids": ids}):
+    # PostgreSQL takes the ids as one array (2,000 parameters cost more to parse
+    # and plan than the lookup itself).
+    query = _STORED_VERSIONS_PG if conn.dialect.name == "postgresql" else _STORED_VERSIONS
+    for row in conn.execute(query, {"ids": ids}):
         stored[(row.chunk_id, row.source_version)] = row.record_digest
     seen: dict[tuple[str, str], str] = {}
     rows = []
