@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, NoSuchModuleError
 
 from ledger.core.errors import InputError, SchemaError
 
@@ -290,12 +290,22 @@ def insert_tuples(
     names = ", ".join(quote(c) for c in columns)
     table_name = conn.dialect.identifier_preparer.format_table(table)
     if conn.dialect.driver == "psycopg":
-        # PostgreSQL's bulk path: COPY, a stream of rows in one statement.
+        # PostgreSQL's bulk path: COPY, a stream of rows in one statement. A
+        # failure is raised as SQLAlchemy's DBAPIError, as every other statement's
+        # (the CLI turns those into one line), without the rows.
+        statement = f"COPY {table_name} ({names}) FROM STDIN"
+        dbapi_error = conn.dialect.loaded_dbapi.Error
         cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        with cursor.copy(f"COPY {table_name} ({names}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        cursor.close()
+        try:
+            with cursor.copy(statement) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        except dbapi_error as exc:
+            raise DBAPIError.instance(
+                statement, None, exc, dbapi_error, hide_parameters=True, dialect=conn.dialect
+            ) from exc
+        finally:
+            cursor.close()
         return
     mark = _POSITIONAL_MARK.get(conn.dialect.paramstyle)
     if mark is None:
