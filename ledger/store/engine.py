@@ -9,6 +9,7 @@ is appended by one writer at a time on either backend.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterator
@@ -247,6 +248,31 @@ def _where(url: str) -> str:
     return path if path else display_url(url)
 
 
+def _driver_statement(conn: Connection, statement: Any) -> tuple[str, Any]:
+    """A SQLAlchemy statement as the driver's SQL text and parameters."""
+    # render_postcompile: IN lists (a retrieval build's ids) become plain parameters.
+    compiled = statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.params
+    args: Any = (
+        tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
+    )
+    return str(compiled), args
+
+
+@contextmanager
+def _driver_errors(conn: Connection, statement: str) -> Iterator[None]:
+    """A driver's failure on a raw cursor raised as SQLAlchemy's DBAPIError, as
+    every other statement's (the CLI turns those into one line), without the
+    parameters (they may hold chunk bodies)."""
+    dbapi_error = conn.dialect.loaded_dbapi.Error
+    try:
+        yield
+    except dbapi_error as exc:
+        raise DBAPIError.instance(
+            statement, None, exc, dbapi_error, hide_parameters=True, dialect=conn.dialect
+        ) from exc
+
+
 def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
     """All rows of a SELECT as plain tuples from the driver's cursor.
 
@@ -255,16 +281,33 @@ def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
     statements whose parameters and columns need no type processing (integers,
     text), which holds for the ledger's own schema.
     """
-    # render_postcompile: IN lists (a retrieval build's ids) become plain parameters.
-    compiled = statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
-    params = compiled.params
-    args: Any = (
-        tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
-    )
+    sql, args = _driver_statement(conn, statement)
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        cursor.execute(str(compiled), args)
+        cursor.execute(sql, args)
         return list(cursor.fetchall())
+    finally:
+        cursor.close()
+
+
+_STREAMS = itertools.count(1)
+
+
+def stream_tuples(conn: Connection, statement: Any, size: int) -> Iterator[tuple[Any, ...]]:
+    """The rows of a SELECT as plain tuples, as `fetch_tuples`, read `size` rows
+    at a time (a server-side cursor on PostgreSQL), so that a large result (the
+    bodies of a million-line ingest) is never held in memory whole."""
+    sql, args = _driver_statement(conn, statement)
+    dbapi = conn.connection.dbapi_connection
+    postgresql = conn.dialect.name == "postgresql"
+    # A server-side cursor's name is unique per connection: streams may nest.
+    name = f"ledger_stream_{next(_STREAMS)}"
+    cursor = dbapi.cursor(name=name) if postgresql else dbapi.cursor()  # type: ignore[union-attr]
+    try:
+        with _driver_errors(conn, sql):
+            cursor.execute(sql, args)
+            while rows := cursor.fetchmany(size):
+                yield from rows
     finally:
         cursor.close()
 
@@ -290,20 +333,13 @@ def insert_tuples(
     names = ", ".join(quote(c) for c in columns)
     table_name = conn.dialect.identifier_preparer.format_table(table)
     if conn.dialect.driver == "psycopg":
-        # PostgreSQL's bulk path: COPY, a stream of rows in one statement. A
-        # failure is raised as SQLAlchemy's DBAPIError, as every other statement's
-        # (the CLI turns those into one line), without the rows.
+        # PostgreSQL's bulk path: COPY, a stream of rows in one statement.
         statement = f"COPY {table_name} ({names}) FROM STDIN"
-        dbapi_error = conn.dialect.loaded_dbapi.Error
         cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
-            with cursor.copy(statement) as copy:
+            with _driver_errors(conn, statement), cursor.copy(statement) as copy:
                 for row in rows:
                     copy.write_row(row)
-        except dbapi_error as exc:
-            raise DBAPIError.instance(
-                statement, None, exc, dbapi_error, hide_parameters=True, dialect=conn.dialect
-            ) from exc
         finally:
             cursor.close()
         return

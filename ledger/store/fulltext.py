@@ -34,6 +34,7 @@ from ledger.core.query import (
     parse_query,
     round_score,
 )
+from ledger.store.engine import stream_tuples
 from ledger.store.schema import versions
 
 TABLE = "search_index"
@@ -105,10 +106,10 @@ def index_rows(conn: Connection, rows: Iterable[tuple[int, str | None, str | Non
 
 def _version_rows(conn: Connection, where: str, params: dict[str, Any]) -> Any:
     title = "title" if has_title(conn) else "NULL"
-    # Streamed in slices; the option on the statement, not the connection (which
-    # would keep server-side cursors for every later statement of the migration).
+    # Streamed in slices from the driver (SQLAlchemy's per-row processing would
+    # cost as much as the index's words).
     query = text(f"SELECT vid, {title}, content FROM chunk_versions WHERE {where} ORDER BY vid")
-    return conn.execute(query.execution_options(yield_per=INDEX_SLICE), params)
+    return stream_tuples(conn, query.bindparams(**params), INDEX_SLICE)
 
 
 def index_batch(conn: Connection, seq: int) -> int:
@@ -122,12 +123,12 @@ def index_batch(conn: Connection, seq: int) -> int:
 
     if not inspect(conn).has_table(TABLE):
         return 0
-    return index_rows(conn, (tuple(r) for r in _version_rows(conn, "batch_seq = :s", {"s": seq})))
+    return index_rows(conn, _version_rows(conn, "batch_seq = :s", {"s": seq}))
 
 
 def index_all(conn: Connection) -> int:
     """Index every stored version (the migration indexes an existing ledger)."""
-    return index_rows(conn, (tuple(r) for r in _version_rows(conn, "1 = 1", {})))
+    return index_rows(conn, _version_rows(conn, "1 = 1", {}))
 
 
 def unindex(conn: Connection, rows: Iterable[tuple[int, str | None, str | None]]) -> None:

@@ -39,7 +39,7 @@ from ledger.core.records import (
     record_digest,
 )
 from ledger.store.chain import reserve_entry, seal_entry
-from ledger.store.engine import insert_tuples, write_transaction
+from ledger.store.engine import insert_tuples, stream_tuples, write_transaction
 from ledger.store.fulltext import index_batch
 from ledger.store.schema import batches, versions
 
@@ -149,11 +149,10 @@ def ingest_payload_digest(
     digest_col: ColumnElement[str] = versions.c.record_digest
     if conn.dialect.name == "postgresql":
         digest_col = digest_col.collate("C")  # byte order, whatever the database's locale
-    result: Iterable[tuple[str]] = conn.execute(
-        select(versions.c.record_digest)
-        .where(versions.c.batch_seq == seq)
-        .order_by(digest_col)
-        .execution_options(yield_per=10_000)
+    result = stream_tuples(
+        conn,
+        select(versions.c.record_digest).where(versions.c.batch_seq == seq).order_by(digest_col),
+        10_000,
     )
     for (digest,) in result:
         h.update(b'"' + digest.encode() + b'"' if first else b',"' + digest.encode() + b'"')
