@@ -74,9 +74,22 @@ def _fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
+# ASCII text (the common case) is split in C: a letter becomes its lower case, a
+# digit stays, every other byte a space; the same words as `_WORD` on `_fold`.
+_ASCII_WORDS = bytes(
+    ord(chr(b).lower()) if b < 128 and chr(b).isalnum() else ord(" ") for b in range(256)
+)
+
+
 def normalize_words(text: str) -> list[str]:
     """The words of `text` as the index sees them (folded; long runs dropped)."""
-    return [w for w in _WORD.findall(_fold(text)) if len(w) <= MAX_WORD]
+    if text.isascii():
+        words = text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
+    else:
+        words = _WORD.findall(_fold(text))
+    if words and max(map(len, words)) > MAX_WORD:
+        return [w for w in words if len(w) <= MAX_WORD]
+    return words
 
 
 def index_terms(title: str | None, content: str) -> str:

@@ -284,6 +284,9 @@ def validate_chunk(
     if not isinstance(obj, Mapping):
         raise RecordError(None, "must be a JSON object")
     check_fields(obj, _FIELD_SET)
+    plain = _plain_record(obj, max_content, strip_content)
+    if plain is not None:
+        return plain
     # The reference's order of checks, so the first error reported is the same.
     section = _text(obj["section"], "section", MAX_SHORT_TEXT)
     if section not in _SECTION_SET:
@@ -337,6 +340,97 @@ def validate_chunk(
         required=required,
         content=stripped if strip_content else raw_content,
     )
+
+
+# Printable ASCII without spaces, and printable ASCII without surrounding spaces:
+# text that no rule of the metadata fields refuses and that stripping leaves as is.
+_PLAIN_URI = re.compile(r"[a-z][a-z0-9+.-]*://[!-~]+")
+_PLAIN_TEXT = re.compile(r"[!-~](?:[ -~]*[!-~])?")
+
+
+def _plain_record(
+    obj: Mapping[str, Any], max_content: int, strip_content: bool
+) -> ChunkRecord | None:
+    """The record of `obj` when every field plainly passes every rule of every mode
+    (the common case, ingest's hot path), in one expression; else None, and the
+    checks of `validate_chunk` name the first rule broken.
+
+    Plainly: metadata is printable ASCII that stripping leaves unchanged, numbers
+    are ints, the content holds no NUL; anything else takes the full checks.
+    """
+    section, trust, uri = obj["section"], obj["trust"], obj["source_uri"]
+    effective, expires = obj["effective_from"], obj["expires_on"]
+    chunk_id, version = obj["id"], obj["source_version"]
+    permission, dedupe_key = obj["required_permission"], obj["dedupe_key"]
+    tokens, priority, required = obj["estimated_tokens"], obj["priority"], obj["required"]
+    content = obj["content"]
+    if not (
+        type(section) is str
+        and section in _SECTION_SET
+        and type(trust) is str
+        and trust in _TRUST_SET
+        and type(uri) is str
+        and len(uri) <= MAX_URI
+        and _PLAIN_URI.fullmatch(uri)
+        and type(effective) is str
+        and len(effective) == 10
+        and _is_iso_date(effective)
+        and (
+            expires is None
+            or (
+                type(expires) is str
+                and len(expires) == 10
+                and expires > effective
+                and _is_iso_date(expires)
+            )
+        )
+        and type(required) is bool
+        and type(chunk_id) is str
+        and IDENTIFIER_RE.fullmatch(chunk_id)
+        and type(version) is str
+        and len(version) <= MAX_SOURCE_VERSION
+        and _PLAIN_TEXT.fullmatch(version)
+        and type(permission) is str
+        and IDENTIFIER_RE.fullmatch(permission)
+        and type(dedupe_key) is str
+        and IDENTIFIER_RE.fullmatch(dedupe_key)
+        and type(tokens) is int
+        and 1 <= tokens <= MAX_TOKENS
+        and type(priority) is int
+        and 0 <= priority <= MAX_PRIORITY
+        and type(content) is str
+        and len(content) <= max_content
+        and "\x00" not in content
+        and not (content.isspace() or not content)
+        and _utf8(content)
+    ):
+        return None
+    return ChunkRecord(
+        id=chunk_id,
+        section=section,
+        source_uri=uri,
+        source_version=version,
+        effective_from=effective,
+        expires_on=expires,
+        required_permission=permission,
+        trust=trust,
+        dedupe_key=dedupe_key,
+        estimated_tokens=tokens,
+        priority=priority,
+        required=required,
+        content=content.strip() if strip_content else content,
+    )
+
+
+def _utf8(text: str) -> bool:
+    """Whether `text` encodes to UTF-8 (holds no lone surrogate)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _names(ids: Iterable[str]) -> str:
@@ -421,35 +515,18 @@ def record_digest(rec: ChunkRecord) -> str:
     if rec.title is not None or rec.path is not None:
         # A document version: two more fields, through the general RFC 8785 encoder.
         return digest_trusted(rec.to_json())
+    # One f-string: a chain of `+` would copy the growing text (and the content)
+    # once per field. A transcript exchange's scope sorts between the two.
+    scope = "" if rec.scope is None else ',"scope":' + _str(rec.scope)
+    expires = "null" if rec.expires_on is None else _str(rec.expires_on)
     text = (
-        '{"content":'
-        + _str(rec.content)
-        + ',"dedupe_key":'
-        + _str(rec.dedupe_key)
-        + ',"effective_from":'
-        + _str(rec.effective_from)
-        + ',"estimated_tokens":'
-        + str(int(rec.estimated_tokens))
-        + ',"expires_on":'
-        + ("null" if rec.expires_on is None else _str(rec.expires_on))
-        + ',"id":'
-        + _str(rec.id)
-        + ',"priority":'
-        + str(int(rec.priority))
-        + ',"required":'
-        + ("true" if rec.required else "false")
-        + ',"required_permission":'
-        + _str(rec.required_permission)
-        # A transcript exchange's scope (keys in order: "scope" sorts here).
-        + ("" if rec.scope is None else ',"scope":' + _str(rec.scope))
-        + ',"section":'
-        + _str(rec.section)
-        + ',"source_uri":'
-        + _str(rec.source_uri)
-        + ',"source_version":'
-        + _str(rec.source_version)
-        + ',"trust":'
-        + _str(rec.trust)
-        + "}"
+        f'{{"content":{_str(rec.content)},"dedupe_key":{_str(rec.dedupe_key)}'
+        f',"effective_from":{_str(rec.effective_from)}'
+        f',"estimated_tokens":{int(rec.estimated_tokens)},"expires_on":{expires}'
+        f',"id":{_str(rec.id)},"priority":{int(rec.priority)}'
+        f',"required":{"true" if rec.required else "false"}'
+        f',"required_permission":{_str(rec.required_permission)}{scope}'
+        f',"section":{_str(rec.section)},"source_uri":{_str(rec.source_uri)}'
+        f',"source_version":{_str(rec.source_version)},"trust":{_str(rec.trust)}}}'
     )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

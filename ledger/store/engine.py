@@ -9,6 +9,7 @@ is appended by one writer at a time on either backend.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections import namedtuple
@@ -18,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, NoSuchModuleError
 
 from ledger.core.errors import InputError, SchemaError
 
@@ -248,6 +249,31 @@ def _where(url: str) -> str:
     return path if path else display_url(url)
 
 
+def _driver_statement(conn: Connection, statement: Any) -> tuple[str, Any]:
+    """A SQLAlchemy statement as the driver's SQL text and parameters."""
+    # render_postcompile: IN lists (a retrieval build's ids) become plain parameters.
+    compiled = statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.params
+    args: Any = (
+        tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
+    )
+    return str(compiled), args
+
+
+@contextmanager
+def _driver_errors(conn: Connection, statement: str) -> Iterator[None]:
+    """A driver's failure on a raw cursor raised as SQLAlchemy's DBAPIError, as
+    every other statement's (the CLI turns those into one line), without the
+    parameters (they may hold chunk bodies)."""
+    dbapi_error = conn.dialect.loaded_dbapi.Error
+    try:
+        yield
+    except dbapi_error as exc:
+        raise DBAPIError.instance(
+            statement, None, exc, dbapi_error, hide_parameters=True, dialect=conn.dialect
+        ) from exc
+
+
 def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
     """All rows of a SELECT as plain tuples from the driver's cursor.
 
@@ -256,15 +282,10 @@ def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
     statements whose parameters and columns need no type processing (integers,
     text), which holds for the ledger's own schema.
     """
-    # render_postcompile: IN lists (a retrieval build's ids) become plain parameters.
-    compiled = statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
-    params = compiled.params
-    args: Any = (
-        tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
-    )
+    sql, args = _driver_statement(conn, statement)
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        cursor.execute(str(compiled), args)
+        cursor.execute(sql, args)
         return list(cursor.fetchall())
     finally:
         cursor.close()
@@ -276,26 +297,64 @@ def row_type(name: str, fields: Sequence[str]) -> Any:
     return namedtuple(name, fields)  # noqa: PYI024
 
 
+_STREAMS = itertools.count(1)
+
+
+def stream_tuples(conn: Connection, statement: Any, size: int) -> Iterator[tuple[Any, ...]]:
+    """The rows of a SELECT as plain tuples, as `fetch_tuples`, read `size` rows
+    at a time (a server-side cursor on PostgreSQL), so that a large result (the
+    bodies of a million-line ingest) is never held in memory whole."""
+    sql, args = _driver_statement(conn, statement)
+    dbapi = conn.connection.dbapi_connection
+    postgresql = conn.dialect.name == "postgresql"
+    # A server-side cursor's name is unique per connection: streams may nest.
+    name = f"ledger_stream_{next(_STREAMS)}"
+    cursor = dbapi.cursor(name=name) if postgresql else dbapi.cursor()  # type: ignore[union-attr]
+    try:
+        with _driver_errors(conn, sql):
+            cursor.execute(sql, args)
+            while rows := cursor.fetchmany(size):
+                yield from rows
+    finally:
+        cursor.close()
+
+
+# The positional marker of each DBAPI parameter style the ledger's drivers use
+# (sqlite3: qmark; psycopg: pyformat, which takes `%s` with tuples too).
+_POSITIONAL_MARK = {"qmark": "?", "format": "%s", "pyformat": "%s"}
+
+
 def insert_tuples(
     conn: Connection, table: Any, columns: tuple[str, ...], rows: list[tuple[Any, ...]]
 ) -> None:
     """The bulk-insert path, written once: one executemany of `rows` (tuples in
     `columns` order) into `table`.
 
-    The statement is SQLAlchemy's own, compiled once per call. On a driver with
-    positional parameters (sqlite3) the tuples go to it directly, and on one with
-    named parameters (psycopg) dicts do: that skips SQLAlchemy's per-row parameter
-    processing (a third of ingest's write time). The values need none: str, int,
-    bool and None bind as they are.
+    The tuples go to the driver as they are, with positional markers on both
+    backends: SQLAlchemy's per-row parameter processing (a third of ingest's
+    write time) and a dict per row for psycopg's named style would cost more
+    than the insert. The values need no processing: str, int, bool and None
+    bind as they are.
     """
-    from sqlalchemy import insert
-
-    compiled = insert(table).compile(dialect=conn.dialect, column_keys=list(columns))
-    if compiled.positional and tuple(compiled.positiontup or ()) == columns:
-        conn.exec_driver_sql(str(compiled), rows)
+    quote = conn.dialect.identifier_preparer.quote
+    names = ", ".join(quote(c) for c in columns)
+    table_name = conn.dialect.identifier_preparer.format_table(table)
+    if conn.dialect.driver == "psycopg":
+        # PostgreSQL's bulk path: COPY, a stream of rows in one statement.
+        statement = f"COPY {table_name} ({names}) FROM STDIN"
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            with _driver_errors(conn, statement), cursor.copy(statement) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        finally:
+            cursor.close()
         return
-    as_dicts = [dict(zip(columns, row, strict=True)) for row in rows]
-    if not compiled.positional and set(compiled.binds) == set(columns):
-        conn.exec_driver_sql(str(compiled), as_dicts)
-    else:
-        conn.execute(insert(table), as_dicts)
+    mark = _POSITIONAL_MARK.get(conn.dialect.paramstyle)
+    if mark is None:
+        from sqlalchemy import insert
+
+        conn.execute(insert(table), [dict(zip(columns, row, strict=True)) for row in rows])
+        return
+    marks = ", ".join([mark] * len(columns))
+    conn.exec_driver_sql(f"INSERT INTO {table_name} ({names}) VALUES ({marks})", rows)

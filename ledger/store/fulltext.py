@@ -34,6 +34,7 @@ from ledger.core.query import (
     parse_query,
     round_score,
 )
+from ledger.store.engine import stream_tuples
 from ledger.store.schema import versions
 
 TABLE = "search_index"
@@ -70,34 +71,45 @@ def drop_index(conn: Connection) -> None:
 def _insert_sql(conn: Connection) -> str:
     if conn.dialect.name == "sqlite":
         return f"INSERT INTO {TABLE} (rowid, terms) VALUES (?, ?)"
-    return f"INSERT INTO {TABLE} (vid, terms) VALUES (%(vid)s, to_tsvector('simple', %(terms)s))"
+    # One statement per slice, its rows as two arrays: a row per statement would
+    # cost more than the words themselves (a round trip of the protocol each).
+    return (
+        f"INSERT INTO {TABLE} (vid, terms) SELECT vid, to_tsvector('simple', terms) "
+        "FROM unnest(%s::integer[], %s::text[]) AS t(vid, terms)"
+    )
+
+
+def _insert_slice(conn: Connection, sql: str, batch: list[tuple[int, str]]) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(sql, batch)
+    else:
+        vids, terms = zip(*batch, strict=True)
+        conn.exec_driver_sql(sql, (list(vids), list(terms)))
 
 
 def index_rows(conn: Connection, rows: Iterable[tuple[int, str | None, str | None]]) -> int:
     """Index (vid, title, content) rows in slices; return how many."""
     sql = _insert_sql(conn)
-    sqlite = conn.dialect.name == "sqlite"
-    batch: list[Any] = []
+    batch: list[tuple[int, str]] = []
     n = 0
     for vid, title, content in rows:
-        terms = index_terms(title, content or "")
-        batch.append((vid, terms) if sqlite else {"vid": vid, "terms": terms})
+        batch.append((vid, index_terms(title, content or "")))
         if len(batch) >= INDEX_SLICE:
-            conn.exec_driver_sql(sql, batch)
+            _insert_slice(conn, sql, batch)
             n += len(batch)
             batch = []
     if batch:
-        conn.exec_driver_sql(sql, batch)
+        _insert_slice(conn, sql, batch)
         n += len(batch)
     return n
 
 
 def _version_rows(conn: Connection, where: str, params: dict[str, Any]) -> Any:
     title = "title" if has_title(conn) else "NULL"
-    # Streamed in slices; the option on the statement, not the connection (which
-    # would keep server-side cursors for every later statement of the migration).
+    # Streamed in slices from the driver (SQLAlchemy's per-row processing would
+    # cost as much as the index's words).
     query = text(f"SELECT vid, {title}, content FROM chunk_versions WHERE {where} ORDER BY vid")
-    return conn.execute(query.execution_options(yield_per=INDEX_SLICE), params)
+    return stream_tuples(conn, query.bindparams(**params), INDEX_SLICE)
 
 
 def index_batch(conn: Connection, seq: int) -> int:
@@ -111,12 +123,12 @@ def index_batch(conn: Connection, seq: int) -> int:
 
     if not inspect(conn).has_table(TABLE):
         return 0
-    return index_rows(conn, (tuple(r) for r in _version_rows(conn, "batch_seq = :s", {"s": seq})))
+    return index_rows(conn, _version_rows(conn, "batch_seq = :s", {"s": seq}))
 
 
 def index_all(conn: Connection) -> int:
     """Index every stored version (the migration indexes an existing ledger)."""
-    return index_rows(conn, (tuple(r) for r in _version_rows(conn, "1 = 1", {})))
+    return index_rows(conn, _version_rows(conn, "1 = 1", {}))
 
 
 def unindex(conn: Connection, rows: Iterable[tuple[int, str | None, str | None]]) -> None:

@@ -14,7 +14,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, bindparam, case, func, insert, select, update
+from sqlalchemy import (
+    ARRAY,
+    Connection,
+    Engine,
+    and_,
+    any_,
+    bindparam,
+    case,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.sql.elements import ColumnElement
 
 from ledger.core.canonical import canonical_bytes
@@ -27,7 +39,7 @@ from ledger.core.records import (
     record_digest,
 )
 from ledger.store.chain import reserve_entry, seal_entry
-from ledger.store.engine import insert_tuples, write_transaction
+from ledger.store.engine import insert_tuples, stream_tuples, write_transaction
 from ledger.store.fulltext import index_batch
 from ledger.store.schema import batches, versions
 
@@ -137,11 +149,10 @@ def ingest_payload_digest(
     digest_col: ColumnElement[str] = versions.c.record_digest
     if conn.dialect.name == "postgresql":
         digest_col = digest_col.collate("C")  # byte order, whatever the database's locale
-    result: Iterable[tuple[str]] = conn.execute(
-        select(versions.c.record_digest)
-        .where(versions.c.batch_seq == seq)
-        .order_by(digest_col)
-        .execution_options(yield_per=10_000)
+    result = stream_tuples(
+        conn,
+        select(versions.c.record_digest).where(versions.c.batch_seq == seq).order_by(digest_col),
+        10_000,
     )
     for (digest,) in result:
         h.update(b'"' + digest.encode() + b'"' if first else b',"' + digest.encode() + b'"')
@@ -163,6 +174,11 @@ _STORED_VERSIONS = select(
 ).where(versions.c.chunk_id.in_(bindparam("ids", expanding=True)))
 
 
+_STORED_VERSIONS_PG = select(
+    versions.c.chunk_id, versions.c.source_version, versions.c.record_digest
+).where(versions.c.chunk_id == any_(bindparam("ids", type_=ARRAY(versions.c.chunk_id.type))))
+
+
 def _store_slice(conn: Connection, recs: Pending, seq: int) -> tuple[int, int]:
     """Write one slice of validated records; return (new, unchanged).
 
@@ -171,7 +187,10 @@ def _store_slice(conn: Connection, recs: Pending, seq: int) -> tuple[int, int]:
     """
     ids = sorted({rec.id for _, rec, _ in recs})
     stored: dict[tuple[str, str], str] = {}
-    for row in conn.execute(_STORED_VERSIONS, {"ids": ids}):
+    # PostgreSQL takes the ids as one array (2,000 parameters cost more to parse
+    # and plan than the lookup itself).
+    query = _STORED_VERSIONS_PG if conn.dialect.name == "postgresql" else _STORED_VERSIONS
+    for row in conn.execute(query, {"ids": ids}):
         stored[(row.chunk_id, row.source_version)] = row.record_digest
     seen: dict[tuple[str, str], str] = {}
     rows = []
