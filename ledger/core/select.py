@@ -26,12 +26,13 @@ candidates take about 3-4 s (see bench/bench_core.py).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from functools import lru_cache
-from operator import attrgetter
+from itertools import compress, islice
+from operator import attrgetter, eq
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -63,6 +64,7 @@ __all__ = [
     "Request",
     "admission_hint",
     "candidate_of",
+    "candidates_of_rows",
     "default_output",
     "default_preference",
     "recorded_hint",
@@ -178,6 +180,50 @@ def candidate_of(
     )
 
 
+# A stored row as `candidates_of_rows` reads it: the CANDIDATE_FIELDS (the cost
+# under the build's counter in the place of estimated_tokens), then the record
+# and content digests and the ingest rank; anything after them is ignored.
+CANDIDATE_ROW: tuple[str, ...] = (
+    *CANDIDATE_FIELDS[:8],
+    "tokens",
+    *CANDIDATE_FIELDS[9:],
+    "record_digest",
+    "content_digest",
+    "ingest_rank",
+)
+
+
+def candidates_of_rows(rows: Iterable[Sequence[Any]]) -> list[Candidate]:
+    """`candidate_of` for many stored rows (`CANDIDATE_ROW` order), in one pass with
+    no call per row but the Candidate's own: a build reads 100,000s of them.
+    `required` is stored as 0/1 or a boolean.
+
+    >>> row = ("a1", "v1", "policy", "2026-01-01", None, "read", "approved-source",
+    ...        "a", 10, 5, 1, "d", "c", 3)
+    >>> [(c.tokens, c.required, c.ingest_rank) for c in candidates_of_rows([row])]
+    [(10, True, 3)]
+    """
+    return [
+        Candidate(
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            r[8],
+            r[9],
+            r[10] == 1,
+            r[11],
+            r[12],
+            r[13],
+        )
+        for r in rows
+    ]
+
+
 @lru_cache(maxsize=1 << 16)
 def _newest_first(day: str) -> int:
     # Dates are few and repeat: the cache makes the preference key cheap.
@@ -257,19 +303,33 @@ def _canonical(candidates: Iterable[Candidate]) -> list[Candidate]:
     sorted by (source_version, record_digest).
     """
     ordered = sorted(candidates, key=_get_id)
-    start = 0
-    n = len(ordered)
-    previous = ordered[0].id if n else ""
-    for i in range(1, n):
-        current = ordered[i].id
-        if current != previous:
-            if i - start > 1:
-                ordered[start:i] = sorted(ordered[start:i], key=_get_version)
-            start = i
-            previous = current
-    if n - start > 1:
-        ordered[start:] = sorted(ordered[start:], key=_get_version)
+    for start, end in _runs(list(map(_get_id, ordered))):
+        _sort_versions(ordered, start, end)
     return ordered
+
+
+def _runs(keys: list[str]) -> Iterator[tuple[int, int]]:
+    """The runs [start, end) of two or more equal adjacent keys, found without a
+    Python step per key: only the positions whose key repeats the one before."""
+    repeats = compress(range(1, len(keys)), map(eq, keys, islice(keys, 1, None)))
+    start = end = 0
+    for i in repeats:
+        if i != end:  # a new run starts at i - 1
+            if end:
+                yield start, end
+            start = i - 1
+        end = i + 1
+    if end:
+        yield start, end
+
+
+def _sort_versions(ordered: list[Candidate], start: int, end: int) -> None:
+    if end - start == 2:  # most runs: two versions
+        a, b = ordered[start], ordered[start + 1]
+        if (b.source_version, b.record_digest) < (a.source_version, a.record_digest):
+            ordered[start], ordered[start + 1] = b, a
+    else:
+        ordered[start:end] = sorted(ordered[start:end], key=_get_version)
 
 
 @contextmanager
@@ -358,30 +418,20 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     # Gate 5: among versions of one id, the newest effective_from wins. Versions of
     # one id are adjacent in canonical order.
     if request.supersede:
-        survivors: list[int] = []
         by_detail = details["superseded"]
-        i = 0
-        n_passed = len(passed)
-        while i < n_passed:
-            j = i + 1
-            chunk_id = cands[passed[i]].id
-            while j < n_passed and cands[passed[j]].id == chunk_id:
-                j += 1
-            if j - i == 1:
-                survivors.append(passed[i])
-            else:
-                group = passed[i:j]
-                winner = max(group, key=lambda r: _version_rank(cands[r]))
-                survivors.append(winner)
-                detail = by_detail[chunk_id] = MappingProxyType({"by": _ref(cands[winner])})
-                for r in group:
-                    if r != winner:
-                        slots[r] = _new_tuple(Eviction, (cands[r], "superseded", detail))
-            i = j
-        passed = survivors
+        losers: set[int] = set()
+        for start, end in _runs([cands[r].id for r in passed]):
+            group = passed[start:end]
+            winner = max(group, key=lambda r: _version_rank(cands[r]))
+            detail = by_detail[cands[winner].id] = MappingProxyType({"by": _ref(cands[winner])})
+            for r in group:
+                if r != winner:
+                    slots[r] = _new_tuple(Eviction, (cands[r], "superseded", detail))
+                    losers.add(r)
+        if losers:
+            passed = [r for r in passed if r not in losers]
 
-    # Gate 6: per dedupe_key, the first by preference is kept. Most groups hold one
-    # candidate: preference keys are computed only for groups with rivals.
+    # Gate 6: per dedupe_key, the first by preference is kept.
     preference = order.preference
     if preference is default_preference:
         key_of: Callable[[Candidate], Any] = default_preference  # already total
@@ -390,11 +440,12 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         def key_of(c: Candidate) -> Any:
             return (preference(c), c.id, c.source_version, c.record_digest)
 
+    # Each survivor's preference key, computed once with no Python step but the key
+    # function: the duplicate groups and the budget order both sort by it.
+    keys = map(key_of, map(cands.__getitem__, passed))
+    key_at = dict(zip(passed, keys, strict=True)).__getitem__
     kept: dict[str, int] = {}
-    rivals: list[int] = []
-    for r in passed:
-        if kept.setdefault(cands[r].dedupe_key, r) != r:
-            rivals.append(r)
+    rivals = [r for r in passed if kept.setdefault(cands[r].dedupe_key, r) != r]
     if rivals:
         contested: dict[str, list[int]] = {}
         for r in rivals:
@@ -405,10 +456,10 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         beaten: list[int] = []
         kept_detail = details["duplicate"]
         for dedupe_key, group in contested.items():
-            group.sort(key=lambda r: key_of(cands[r]))
-            kept[dedupe_key] = group[0]
-            kept_detail[dedupe_key] = MappingProxyType({"kept": _ref(cands[group[0]])})
-            beaten.extend(group[1:])
+            best = min(group, key=key_at)  # the earliest of equals
+            kept[dedupe_key] = best
+            kept_detail[dedupe_key] = MappingProxyType({"kept": _ref(cands[best])})
+            beaten.extend(r for r in group if r != best)
         required_beaten = [cands[r] for r in beaten if cands[r].required]
         if required_beaten:
             # Ingest refuses dedupe groups holding a required chunk; a caller that
@@ -434,7 +485,7 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     if needed > budget:
         raise RequiredOverBudgetError(needed, budget)
     remaining = budget - needed
-    optional.sort(key=lambda r: key_of(cands[r]))
+    optional.sort(key=key_at)
     budget_details: dict[tuple[int, int], MappingProxyType[str, Any]] = {}
     for r in optional:
         c = cands[r]

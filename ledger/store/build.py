@@ -33,7 +33,7 @@ from ledger.core.select import (
     Candidate,
     Order,
     Request,
-    candidate_of,
+    candidates_of_rows,
 )
 from ledger.core.select import select as run_selector
 from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
@@ -229,8 +229,8 @@ def load_candidates(
     Returns the candidates and a map from record digest to version id.
     """
     c = versions.c
+    # CANDIDATE_ROW's columns (estimated_tokens as the cost), then the version id.
     cols = [
-        c.vid,
         c.chunk_id,
         c.source_version,
         c.section,
@@ -244,7 +244,11 @@ def load_candidates(
         c.required,
         c.record_digest,
         c.content_digest,
+        # Gate 5's tie-break is "the later ingest wins": an ingest is a batch (one
+        # run), so ingest_rank is the batch; two versions of an id in one batch tie
+        # on it and fall to the record digest (the order of lines never matters).
         c.batch_seq,
+        c.vid,
     ]
     query = select(*cols).where(c.batch_seq <= mark)
     # By the stored scope, which only the transcript ingest path writes: never
@@ -270,37 +274,22 @@ def load_candidates(
             (
                 r
                 for r in rows
-                if type(r[9]) is not int
+                if type(r[8]) is not int
+                or type(r[9]) is not int
+                or r[10] not in (0, 1)
                 or type(r[10]) is not int
-                or r[11] not in (0, 1)
-                or type(r[11]) is not int
             ),
             None,
         )
         if odd is not None:
             raise IntegrityError(
-                f"chunk {odd[1]}@{odd[2]} (entry {odd[14]}): a stored field has the wrong "
+                f"chunk {odd[0]}@{odd[1]} (entry {odd[13]}): a stored field has the wrong "
                 "type; the database was altered: run `ledger verify`"
             )
-    if counter == ESTIMATED:
-        tokens = {r[0]: r[9] for r in rows}
-    else:
-        tokens = count_tokens(conn, [r[0] for r in rows], counter)
-    # r[1:12] are the record's CANDIDATE_FIELDS, in that order (no dict per candidate).
-    # Gate 5's tie-break is "the later ingest wins": an ingest is a batch (one run),
-    # so ingest_rank is the batch; two versions of an id in one batch tie on it and
-    # fall to the record digest, and the order of lines in a file never matters.
-    cands = [
-        candidate_of(
-            r[1:12],
-            tokens=tokens[r[0]],
-            record_digest=r[12],
-            content_digest=r[13],
-            ingest_rank=r[14],
-        )
-        for r in rows
-    ]
-    return cands, {r[12]: r[0] for r in rows}
+    if counter != ESTIMATED:
+        tokens = count_tokens(conn, [r[14] for r in rows], counter)
+        rows = [(*r[:8], tokens[r[14]], *r[9:]) for r in rows]
+    return candidates_of_rows(rows), {r[11]: r[14] for r in rows}
 
 
 def candidates_for(
