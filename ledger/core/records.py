@@ -287,7 +287,14 @@ def validate_chunk(
     plain = _plain_record(obj, max_content, strip_content)
     if plain is not None:
         return plain
-    # The reference's order of checks, so the first error reported is the same.
+    return _checked_record(obj, max_content, strip_content, allow_nul, ledger)
+
+
+def _checked_record(
+    obj: Mapping[str, Any], max_content: int, strip_content: bool, allow_nul: bool, ledger: bool
+) -> ChunkRecord:
+    """Every rule of `validate_chunk`, one field at a time, in the reference's order
+    of checks, so that the first error reported is the same."""
     section = _text(obj["section"], "section", MAX_SHORT_TEXT)
     if section not in _SECTION_SET:
         raise RecordError("section", f"is unsupported: {section!r}")

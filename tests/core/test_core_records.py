@@ -241,3 +241,134 @@ def test_a_scope_is_hashed_only_when_set() -> None:
     assert exchange.record_digest != rec.record_digest
     with pytest.raises(RecordError, match=r"unknown=\['scope'\]"):
         validate_chunk({**raw(), "scope": "transcript"})
+
+
+# Values near every rule's edge: valid ones, and ones each rule refuses (wrong type,
+# blank, padded, control and non-ASCII characters, out-of-range numbers, odd dates).
+_TEXTS = st.one_of(
+    st.sampled_from(
+        [
+            "public-read",
+            "evidence",
+            "policy",
+            "approved-source",
+            "unverified",
+            "a",
+            "ab",
+            "A-b",
+            " ab",
+            "ab ",
+            "a b",
+            "-ab",
+            "ab\x00",
+            "ab\x7f",
+            "ab\t",
+            "é-b",
+            "",
+            "   ",
+        ]
+    ),
+    st.text(max_size=12),
+)
+_URIS = st.one_of(
+    st.sampled_from(
+        [
+            "public://faq/refund",
+            "https://x.example/a b",
+            "Https://x",
+            "x://",
+            " x://a",
+            "x://a\x01",
+            "x://\u00e9",
+            "x://" + "a" * 300,
+            "mailto:a",
+            "x+y.z-w://a",
+        ]
+    ),
+    st.text(max_size=12),
+)
+_DATES = st.one_of(
+    st.sampled_from(
+        [
+            "2026-06-01",
+            "2026-06-02",
+            "2026-02-30",
+            "20260601",
+            "2026-W01-1",
+            "2026-06-01 ",
+            "2026-6-01",
+            "9999-12-31",
+            "0001-01-01",
+            "2026-06-01T00",
+        ]
+    ),
+    st.none(),
+)
+_NUMBERS = st.one_of(
+    st.integers(-2, 12_000_000), st.sampled_from([True, False, 3.0, "3", None, 100, 101])
+)
+_CONTENTS = st.one_of(
+    st.text(max_size=20), st.sampled_from(["ok", " ok ", "\x00", "\ud800", "a" * 11_000, "\t"])
+)
+
+
+_EDGES: dict[str, Any] = {
+    "id": _TEXTS,
+    "section": _TEXTS,
+    "source_uri": _URIS,
+    "source_version": st.one_of(_TEXTS, st.sampled_from(["v" * 80, "v" * 81, "2026 06"])),
+    "effective_from": _DATES,
+    "expires_on": _DATES,
+    "required_permission": _TEXTS,
+    "trust": _TEXTS,
+    "dedupe_key": _TEXTS,
+    "estimated_tokens": _NUMBERS,
+    "priority": _NUMBERS,
+    "required": st.sampled_from([True, False, 0, 1, None]),
+    "content": _CONTENTS,
+}
+_MODES = [
+    {"ledger": True, "allow_nul": False},  # ingest
+    {"max_content": 10_000, "strip_content": True},  # ledger pack's fixture
+    {},
+]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    # A valid record with one to three fields at a rule's edge, so that each rule
+    # is met alone and in pairs.
+    overrides=st.lists(
+        st.sampled_from(sorted(_EDGES)), min_size=1, max_size=3, unique=True
+    ).flatmap(lambda names: st.fixed_dictionaries({n: _EDGES[n] for n in names})),
+    mode=st.sampled_from(_MODES),
+)
+def test_the_plain_fast_path_accepts_only_what_every_rule_accepts(
+    overrides: dict[str, Any], mode: dict[str, Any]
+) -> None:
+    """Ingest's fast path (`_plain_record`) is a shortcut, not a second set of rules:
+    whatever it accepts, the rule-by-rule checks accept as the same record; whatever
+    they refuse, it leaves to them (so the error and its message are theirs)."""
+    from ledger.core.records import LEDGER_MAX_CONTENT, _checked_record, _plain_record
+
+    obj = raw(**overrides)
+    max_content = mode.get("max_content", LEDGER_MAX_CONTENT)
+    strip = mode.get("strip_content", False)
+    fast = _plain_record(obj, max_content, strip)
+    try:
+        checked = _checked_record(
+            obj, max_content, strip, mode.get("allow_nul", True), mode.get("ledger", False)
+        )
+    except RecordError:
+        assert fast is None
+    else:
+        assert fast is None or fast == checked
+
+
+def test_the_plain_fast_path_takes_the_common_record() -> None:
+    """The shortcut is taken for an ordinary record (else it would be dead code)."""
+    from ledger.core.records import _plain_record
+
+    assert _plain_record(raw(), 1_000_000, False) == validate_chunk(raw(), ledger=True)
+    assert _plain_record(raw(source_version="2026 06"), 1_000_000, False) is not None
+    assert _plain_record(raw(source_version=" 2026"), 1_000_000, False) is None
