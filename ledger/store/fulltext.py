@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, CursorResult, text
 
 from ledger.core.context import UNRANKED, Candidate
 from ledger.core.errors import InputError
@@ -255,18 +255,17 @@ def best_ids(
 ) -> list[Hit]:
     """The `top` best-matching chunk ids of a section at ledger time `mark` (document
     scope), each with its best-scoring version; best first, ties by id."""
-    cte, params = _hits(conn, query, mark, section)
-    params["top"] = top
     # Per id its best version: the highest score, then the newest version (vid).
-    sql = (
-        f"{cte}SELECT vid, chunk_id, source_version, score FROM ("
+    rows = _on_hits(
+        conn,
+        (query, mark, section),
+        "SELECT vid, chunk_id, source_version, score FROM ("
         "SELECT vid, chunk_id, source_version, score, ROW_NUMBER() OVER "
         "(PARTITION BY chunk_id ORDER BY score DESC, vid DESC) AS n FROM hits) best "
-        "WHERE n = 1 ORDER BY score DESC, chunk_id LIMIT :top"
+        "WHERE n = 1 ORDER BY score DESC, chunk_id LIMIT :top",
+        top=top,
     )
-    return [
-        Hit(r[0], r[1], r[2], round_score(float(r[3]))) for r in conn.execute(text(sql), params)
-    ]
+    return [Hit(r[0], r[1], r[2], round_score(float(r[3]))) for r in rows]
 
 
 def rank_of(
@@ -275,18 +274,27 @@ def rank_of(
     """The rank (1-based) and best score `chunk_id` would have among the best
     ids of `query` at `mark` (as `best_ids` orders them); None when it does not
     match the query."""
-    cte, params = _hits(conn, query, mark, section)
-    params["cid"] = chunk_id
-    sql = (
-        f"{cte}, best AS (SELECT chunk_id, MAX(score) AS score FROM hits GROUP BY chunk_id) "
+    row = _on_hits(
+        conn,
+        (query, mark, section),
+        ", best AS (SELECT chunk_id, MAX(score) AS score FROM hits GROUP BY chunk_id) "
         "SELECT (SELECT COUNT(*) FROM best b WHERE b.score > t.score "
         "OR (b.score = t.score AND b.chunk_id < t.chunk_id)) + 1, t.score "
-        "FROM best t WHERE t.chunk_id = :cid"
-    )
-    row = conn.execute(text(sql), params).first()
+        "FROM best t WHERE t.chunk_id = :cid",
+        cid=chunk_id,
+    ).first()
     if row is None:
         return None
     return int(row[0]), round_score(float(row[1]))
+
+
+def _on_hits(
+    conn: Connection, where: tuple[Query, int, str], tail: str, **params: Any
+) -> CursorResult[*tuple[Any, ...]]:
+    """Run `tail` after the `hits` CTE of (query, mark, section), with its
+    parameters and `params`: the one way best_ids and rank_of read the hits."""
+    cte, hit_params = _hits(conn, *where)
+    return conn.execute(text(cte + tail), {**hit_params, **params})
 
 
 def closest_terms(conn: Connection, query: Query, limit: int = 5) -> list[str]:

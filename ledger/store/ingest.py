@@ -109,23 +109,19 @@ def _insert_rows(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
     insert_tuples(conn, versions, _ROW_COLUMNS, rows)
 
 
+# The record fields a stored version's row holds under other names.
+_STORED_AS = {"id": "chunk_id"}
+
+
 def record_from_row(row: Any) -> ChunkRecord:
-    """The chunk record of a stored version (the inverse of what ingest writes)."""
+    """The chunk record of a stored version (the inverse of what ingest writes):
+    every record field from its column, `required` as a boolean (SQLite stores
+    0/1), and a document's `title` and `path` (revision 0007) and an exchange's
+    `scope` when the row has them."""
+    values = {name: getattr(row, _STORED_AS.get(name, name)) for name in FIELDS}
+    values["required"] = bool(values["required"])
     return ChunkRecord(
-        id=row.chunk_id,
-        section=row.section,
-        source_uri=row.source_uri,
-        source_version=row.source_version,
-        effective_from=row.effective_from,
-        expires_on=row.expires_on,
-        required_permission=row.required_permission,
-        trust=row.trust,
-        dedupe_key=row.dedupe_key,
-        estimated_tokens=row.estimated_tokens,
-        priority=row.priority,
-        required=bool(row.required),
-        content=row.content,
-        # Document versions (revision 0007) hash their title and path as well.
+        **values,
         title=getattr(row, "title", None),
         path=getattr(row, "path", None),
         scope=getattr(row, "scope", None),
