@@ -30,7 +30,7 @@ from ledger.core.chain import entry_hash, pack_entry_payload
 from ledger.core.checkpoint import Checkpoint
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.merkle import entry_leaf, verify_consistency, verify_inclusion
-from ledger.core.results import JSONPart, JSONResult
+from ledger.core.results import JSONResult
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -294,13 +294,13 @@ def check_against(proof: InclusionProof | ConsistencyProof, checkpoint: Checkpoi
         )
 
 
-@dataclass(frozen=True)
 class CheckpointResult(JSONResult):
-    """What `ledger checkpoint --json` prints: origin, size, root (hex), the note
-    text as written (signed or not) and whether it is signed."""
+    """What `ledger checkpoint --json` prints: origin, size, root (lower-case
+    hex), the note text as written, signed or not (keep it outside the
+    database), and whether it is signed."""
 
-    origin = JSONPart("origin", str)
-    size = JSONPart("size", int)
-    root = JSONPart("root", str, "The root hash, lower-case hex.")
-    note = JSONPart("note", str, "The checkpoint file's text: keep it outside the database.")
-    signed = JSONPart("signed", bool)
+    origin: str
+    size: int
+    root: str
+    note: str
+    signed: bool

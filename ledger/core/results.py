@@ -10,20 +10,44 @@ read the same thing.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Generic, TypeVar, overload
+from typing import Any
 
 
 @dataclass(frozen=True)
 class JSONResult:
-    """A result whose JSON is kept whole; subclasses name its parts."""
+    """A result whose JSON is kept whole; subclasses name its parts.
+
+    A subclass declares each part as an annotation, `ref: str`, read from the
+    JSON key of the same name (`keys=` maps the others) with lists given as
+    tuples. It adds no field, so it is a plain class that inherits the frozen
+    `__init__`, `__eq__` and `__repr__` from here.
+    """
 
     data: Mapping[str, Any] = field(repr=False)
+
+    def __init_subclass__(cls, keys: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in cls.__annotations__:  # its own, never a base's (3.10+)
+            setattr(cls, name, _JSONPart((keys or {}).get(name, name)))
 
     def to_json(self) -> dict[str, Any]:
         """The command's `--json` output for the same call (a fresh copy)."""
         return copy.deepcopy(dict(self.data))
+
+
+class _JSONPart:
+    """A read-only part of a result's JSON: `data[key]`, a list as a tuple."""
+
+    def __init__(self, key: str) -> None:
+        self._key = key
+
+    def __get__(self, obj: JSONResult | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.data[self._key]
+        return tuple(value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)
@@ -56,58 +80,18 @@ def _fields(cls: type, item: Mapping[str, Any]) -> dict[str, Any]:
     return {f.name: item[f.name] for f in fields(cls)}
 
 
-_T = TypeVar("_T")
-
-
-class JSONPart(Generic[_T]):
-    """A typed, read-only part of a result's JSON: `convert(data[key])`."""
-
-    def __init__(self, key: str, convert: Callable[[Any], _T], doc: str | None = None) -> None:
-        self._key = key
-        self._convert = convert
-        self.__doc__ = doc
-
-    @overload
-    def __get__(self, obj: None, owner: type | None = None) -> JSONPart[_T]: ...
-
-    @overload
-    def __get__(self, obj: JSONResult, owner: type | None = None) -> _T: ...
-
-    def __get__(self, obj: JSONResult | None, owner: type | None = None) -> JSONPart[_T] | _T:
-        if obj is None:
-            return self
-        return self._convert(obj.data[self._key])
-
-
-def _records(value: Any) -> tuple[Mapping[str, Any], ...]:
-    return tuple(value)
-
-
-def _strings(value: Any) -> tuple[str, ...]:
-    return tuple(value)
-
-
-def _int_or_none(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _str_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-@dataclass(frozen=True)
-class Pack(JSONResult):
+class Pack(JSONResult, keys={"number": "pack", "digest": "pack_digest"}):
     """A recorded pack (`build --json`, `show PACK --json`)."""
 
-    number = JSONPart("pack", int)
-    entry = JSONPart("entry", int)
-    digest = JSONPart("pack_digest", str)
-    input_digest = JSONPart("input_digest", str)
-    as_of = JSONPart("as_of", str)
-    subject = JSONPart("subject", str)
-    budget = JSONPart("budget", int)
-    used = JSONPart("used", int)
-    remaining = JSONPart("remaining", int)
+    number: int
+    entry: int
+    digest: str
+    input_digest: str
+    as_of: str
+    subject: str
+    budget: int
+    used: int
+    remaining: int
 
     @property
     def admitted(self) -> tuple[Admission, ...]:
@@ -118,41 +102,74 @@ class Pack(JSONResult):
         return tuple(Withheld(**_fields(Withheld, e)) for e in self.data["evicted"])
 
 
-@dataclass(frozen=True)
 class PackList(JSONResult):
     """Every recorded pack, oldest first (`packs --json`)."""
 
-    packs = JSONPart("packs", _records)
+    packs: tuple[Mapping[str, Any], ...]
 
 
-@dataclass(frozen=True)
+class BatchBuild(JSONResult):
+    """The packs of a `build --batch` and the lines that failed (`build --batch --json`)."""
+
+    packs: tuple[Mapping[str, Any], ...]
+    failed: tuple[Mapping[str, Any], ...]
+
+
+class WhyEvicted(JSONResult):
+    """Every pack that considered a chunk, newest first (`why-evicted --json`)."""
+
+    ref: str
+    versions: tuple[Mapping[str, Any], ...]
+
+
+class Diff(JSONResult):
+    """What changed between two packs, each change with its cause (`diff --json`)."""
+
+    changes: tuple[Mapping[str, Any], ...]
+
+
+class Export(JSONResult):
+    """A pack's JSON export with the provenance of every admitted chunk (`export --format json`)."""
+
+
+class InitResult(JSONResult):
+    """What `init` did: the SQLite file (None for a server database), the schema
+    revision before (None: new) and after, and any backup."""
+
+    database: str | None
+    before: str | None
+    after: str
+    backup: str | None
+
+
 class ChunkList(JSONResult):
     """Stored chunk versions with their digests, never their bodies (`chunks --json`)."""
 
-    chunks = JSONPart("chunks", _records)
+    chunks: tuple[Mapping[str, Any], ...]
 
 
-@dataclass(frozen=True)
-class GrantChange(JSONResult):
-    """A grant or revoke: its entry (None when nothing changed) and what changed."""
+class HeadResult(JSONResult):
+    """The newest entry as a checkpoint `SEQ:HASH` (`head --json`)."""
 
-    entry = JSONPart("entry", _int_or_none)
-    changed = JSONPart("changed", _strings)
-
-
-@dataclass(frozen=True)
-class SubjectGrants(JSONResult):
-    """A subject's permissions now, and every change (`subject show --json`)."""
-
-    subject = JSONPart("subject", str)
-    permissions = JSONPart("permissions", _strings)
+    seq: int
+    hash: str
+    checkpoint: str
 
 
-@dataclass(frozen=True)
-class PolicyChange(JSONResult):
-    """A policy change: its entry (None when nothing changed) and the policy after it."""
+class Change(JSONResult):
+    """A change to the ledger: the entry it appended, None when nothing changed."""
 
-    entry = JSONPart("entry", _int_or_none)
+    entry: int | None
+
+
+class GrantChange(Change):
+    """A grant or revoke: its entry and what changed."""
+
+    changed: tuple[str, ...]
+
+
+class PolicyChange(Change):
+    """A policy change: its entry and the policy after it."""
 
     @property
     def allowed_trust(self) -> tuple[str, ...]:
@@ -160,10 +177,17 @@ class PolicyChange(JSONResult):
 
     @property
     def budget(self) -> int | None:
-        return _int_or_none(self.data["policy"]["budget"])
+        budget: int | None = self.data["policy"]["budget"]
+        return budget
 
 
-@dataclass(frozen=True)
+class SubjectGrants(JSONResult):
+    """A subject's permissions now, and every change (`subject show --json`)."""
+
+    subject: str
+    permissions: tuple[str, ...]
+
+
 class PolicyState(JSONResult):
     """The policy in force (None if never set) and every change (`policy show --json`)."""
 
@@ -173,61 +197,12 @@ class PolicyState(JSONResult):
         return None if policy is None else dict(policy)
 
 
-@dataclass(frozen=True)
-class WhyEvicted(JSONResult):
-    """Every pack that considered a chunk, newest first (`why-evicted --json`)."""
-
-    ref = JSONPart("ref", str)
-    versions = JSONPart("versions", _records)
-
-
-@dataclass(frozen=True)
-class Diff(JSONResult):
-    """What changed between two packs, each change with its cause (`diff --json`)."""
-
-    changes = JSONPart("changes", _records)
-
-
-@dataclass(frozen=True)
-class BatchBuild(JSONResult):
-    """The packs of a `build --batch` and the lines that failed (`build --batch --json`)."""
-
-    packs = JSONPart("packs", _records)
-    failed = JSONPart("failed", _records)
-
-
-@dataclass(frozen=True)
-class Export(JSONResult):
-    """A pack's JSON export with the provenance of every admitted chunk (`export --format json`)."""
-
-
-@dataclass(frozen=True)
-class HeadResult(JSONResult):
-    """The newest entry as a checkpoint `SEQ:HASH` (`head --json`)."""
-
-    seq = JSONPart("seq", int)
-    hash = JSONPart("hash", str)
-    checkpoint = JSONPart("checkpoint", str)
-
-
-@dataclass(frozen=True)
-class InitResult(JSONResult):
-    """What `init` did: the schema revision before (None: new) and after, and any backup."""
-
-    database = JSONPart("database", _str_or_none, "The SQLite file (None for a server database).")
-    before = JSONPart("before", _str_or_none)
-    after = JSONPart("after", str)
-    backup = JSONPart("backup", _str_or_none)
-
-
-@dataclass(frozen=True)
-class EraseResult(JSONResult):
+class EraseResult(Change):
     """`ledger erase --json`: the `erase` entry (None when nothing new was erased),
     the reason, the date an `--ended-before`/`--retention` run used, the versions
     erased now and those erased before (with their entry and reason)."""
 
-    entry = JSONPart("entry", _int_or_none)
-    reason = JSONPart("reason", str)
-    ended_before = JSONPart("ended_before", _str_or_none)
-    erased = JSONPart("erased", _records)
-    already_erased = JSONPart("already_erased", _records)
+    reason: str
+    ended_before: str | None
+    erased: tuple[Mapping[str, Any], ...]
+    already_erased: tuple[Mapping[str, Any], ...]
