@@ -370,9 +370,17 @@ class Ledger:
             import ledger.integrations.otel as otel
         trace = otel.trace_of(trace_id, span_id) if otel is not None else None
         pack_no = build.build_pack(
-            self._engine, as_of, subject, budget, counter, ledger_at, query, top,
-            _candidates_arg(candidates), trace,
-        )  # fmt: skip
+            self._engine,
+            as_of,
+            subject,
+            query=query,
+            top=top,
+            candidates_file=_candidates_arg(candidates),
+            trace=trace,
+            budget=budget,
+            counter=counter,
+            ledger_at=ledger_at,
+        )
         pack = self.show(pack_no)
         if otel is not None:
             otel.annotate_span(pack)

@@ -121,21 +121,7 @@ class ChunkRecord:
     def to_json(self) -> dict[str, Any]:
         """The 13 fields (and `title`/`path`/`scope` when set) as plain JSON values:
         the record whose canonical JSON is hashed."""
-        data: dict[str, Any] = {
-            "id": self.id,
-            "section": self.section,
-            "source_uri": self.source_uri,
-            "source_version": self.source_version,
-            "effective_from": self.effective_from,
-            "expires_on": self.expires_on,
-            "required_permission": self.required_permission,
-            "trust": self.trust,
-            "dedupe_key": self.dedupe_key,
-            "estimated_tokens": self.estimated_tokens,
-            "priority": self.priority,
-            "required": self.required,
-            "content": self.content,
-        }
+        data = {name: getattr(self, name) for name in FIELDS}
         return with_set(data, title=self.title, path=self.path, scope=self.scope)
 
     @property
@@ -316,15 +302,15 @@ def _checked_record(
     required = obj["required"]
     if not isinstance(required, bool):
         raise RecordError("required", "must be a boolean")
-    chunk_id = identifier(obj["id"], "id")
+    identifier(obj["id"], "id")
     source_version = _text(obj["source_version"], "source_version", MAX_SOURCE_VERSION)
     _encodable(source_version, "source_version", allow_nul)
     if ledger:
         refuse_controls(source_version, "source_version")
-    required_permission = identifier(obj["required_permission"], "required_permission")
-    dedupe_key = identifier(obj["dedupe_key"], "dedupe_key")
-    tokens = integer(obj["estimated_tokens"], "estimated_tokens", 1, MAX_TOKENS)
-    priority = integer(obj["priority"], "priority", 0, MAX_PRIORITY)
+    identifier(obj["required_permission"], "required_permission")
+    identifier(obj["dedupe_key"], "dedupe_key")
+    integer(obj["estimated_tokens"], "estimated_tokens", 1, MAX_TOKENS)
+    integer(obj["priority"], "priority", 0, MAX_PRIORITY)
     raw_content = obj["content"]
     stripped = _text(raw_content, "content", max_content)
     if not strip_content and len(raw_content) > max_content:
@@ -332,21 +318,18 @@ def _checked_record(
         # (`ledger pack`, like its reference, strips first and caps the rest).
         raise RecordError("content", f"exceeds {max_content} characters")
     _encodable(stripped, "content", allow_nul)
-    return ChunkRecord(
-        id=chunk_id,
-        section=section,
-        source_uri=source_uri,
-        source_version=source_version,
-        effective_from=effective_from,
-        expires_on=expires_on,
-        required_permission=required_permission,
-        trust=trust,
-        dedupe_key=dedupe_key,
-        estimated_tokens=tokens,
-        priority=priority,
-        required=required,
-        content=stripped if strip_content else raw_content,
-    )
+    # Every rule holds: the record is `obj` as stored, its text stripped (the
+    # content only in fixture mode) and its numbers plain ints.
+    return ChunkRecord(**{name: _stored(name, obj[name], strip_content) for name in FIELDS})
+
+
+def _stored(name: str, value: Any, strip_content: bool) -> Any:
+    """A valid field's value as stored."""
+    if isinstance(value, str) and (strip_content or name != "content"):
+        return value.strip()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    return value
 
 
 # Printable ASCII without spaces, and printable ASCII without surrounding spaces:
@@ -412,21 +395,10 @@ def _plain_record(
         and _utf8(content)
     ):
         return None
-    return ChunkRecord(
-        id=chunk_id,
-        section=section,
-        source_uri=uri,
-        source_version=version,
-        effective_from=effective,
-        expires_on=expires,
-        required_permission=permission,
-        trust=trust,
-        dedupe_key=dedupe_key,
-        estimated_tokens=tokens,
-        priority=priority,
-        required=required,
-        content=content.strip() if strip_content else content,
-    )
+    # Every key is a field (`check_fields`) and every value passed as it is stored.
+    if strip_content:
+        return ChunkRecord(**{**obj, "content": content.strip()})
+    return ChunkRecord(**obj)
 
 
 def _utf8(text: str) -> bool:
@@ -489,20 +461,9 @@ def check_dedupe_groups(records: Iterable[ChunkRecord]) -> None:
 
 # The record's canonical JSON, written out: its keys are the 13 field names in
 # sorted order (all ASCII, so code-point order is RFC 8785's UTF-16 order).
-_DIGEST_ORDER = (
-    "content",
-    "dedupe_key",
-    "effective_from",
-    "estimated_tokens",
-    "expires_on",
-    "id",
-    "priority",
-    "required",
-    "required_permission",
-    "section",
-    "source_uri",
-    "source_version",
-    "trust",
+_DIGEST_ORDER = tuple(
+    "content dedupe_key effective_from estimated_tokens expires_on id priority required "
+    "required_permission section source_uri source_version trust".split()
 )
 if tuple(sorted(FIELDS)) != _DIGEST_ORDER:  # a field was added to the chunk record
     raise RuntimeError("record_digest is out of date with FIELDS")

@@ -131,11 +131,12 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class Rules:
-    """A validated rules file. `digest` is the SHA-256 of its bytes."""
+    """A validated rules file: its `[[rule]]` tables in order, its `[source]`, the
+    name it was read from and the SHA-256 of its bytes."""
 
-    where: str
-    source: Source
     rules: tuple[Rule, ...]
+    source: Source
+    where: str
     digest: str
 
     def rule_for(self, relpath: str) -> Rule | None:
@@ -339,7 +340,7 @@ def parse_rules(data: bytes, where: str) -> Rules:
             and rule.expires_on <= source.effective_from
         ):
             raise InputError(f"{where}: {rule.label}.expires_on must be later than effective_from")
-    return Rules(where, source, rules, hashlib.sha256(data).hexdigest())
+    return Rules(rules, source, where, hashlib.sha256(data).hexdigest())
 
 
 @lru_cache(maxsize=256)

@@ -73,7 +73,7 @@ class Decided:
     hint: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Found:
     """One chunk version that matches the text, with what the store knows of it.
 
@@ -83,18 +83,22 @@ class Found:
     computed hint for a version the pack did not retrieve.
     """
 
+    # The version, as the store holds it (`erased`: {"entry", "reason"} of an
+    # erased body; `batch`: the ingest that stored it).
     id: str
     source_version: str
-    title: str | None
-    score: float
-    batch: int
     section: str
+    title: str | None
+    erased: Mapping[str, Any] | None = None
     scope: str
     effective_from: str
-    decided: Decided | None = None
-    query_score: float | None = None
+    batch: int
+    # The search: the version's score for the text, the store's hint, its score
+    # under the pack's query; then the pack's decision row, None if not a candidate.
+    score: float
     hint: Mapping[str, Any] | None = None
-    erased: Mapping[str, Any] | None = None  # {"entry", "reason"} of an erased body
+    query_score: float | None = None
+    decided: Decided | None = None
 
 
 @dataclass(frozen=True, slots=True)

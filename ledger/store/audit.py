@@ -34,6 +34,7 @@ from ledger.store import tree
 from ledger.store.access import Policy, grant_payload, policy_payload
 from ledger.store.build import (
     DOCUMENTS,
+    INPUT_COLUMNS,
     Inputs,
     candidates_for,
     context_digests,
@@ -83,16 +84,8 @@ def resolve_ref(conn: Connection, ref: str) -> Sequence[Any]:
     """The versions a REF names: a chunk id, a full content or record digest, or a
     unique hex prefix (8+ characters) of one. Ambiguous prefixes are refused."""
     c = versions.c
-    cols = [
-        c.vid,
-        c.chunk_id,
-        c.source_version,
-        c.record_digest,
-        c.content_digest,
-        c.batch_seq,
-        c.source_uri,
-        c.scope,
-    ]
+    names = "vid chunk_id source_version record_digest content_digest batch_seq source_uri scope"
+    cols = [c[name] for name in names.split()]
     rows = conn.execute(select(*cols).where(c.chunk_id == ref).order_by(c.vid)).all()
     if rows:
         return rows
@@ -145,21 +138,15 @@ def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
             "the database was altered: run `ledger verify`"
         ) from None
     return Inputs(
-        as_of=head.as_of,
-        subject=head.subject,
+        **{name: getattr(head, column) for name, column in INPUT_COLUMNS.items()},
         grants=grants_tuple,
         policy=policy,
-        budget=head.budget,
-        counter=head.counter,
-        mark=head.ledger_mark,
-        scope=head.scope,
         retrieval=retrieval_of(head),
         retractions=(
             retractions_at(conn, head.ledger_mark)
             if conn is not None and head.scope == DOCUMENTS
             else {}
         ),
-        selector_version=head.selector_version,
     )
 
 

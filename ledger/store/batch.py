@@ -60,7 +60,12 @@ def run_batch(
                 # Reading the inputs and costing the candidates write nothing but the
                 # token-count cache, which stays valid even if this line fails.
                 inputs = resolve_inputs(
-                    conn, spec["as_of"], spec["subject"], spec["budget"], counter, mark
+                    conn,
+                    spec["as_of"],
+                    spec["subject"],
+                    budget=spec["budget"],
+                    counter=counter,
+                    ledger_at=mark,
                 )
                 # A line's candidates file is named relative to the batch file.
                 cands_file = spec["candidates"]

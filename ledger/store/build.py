@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from json.encoder import encode_basestring as _json_str  # RFC 8785's string escapes
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import Connection, Engine, and_, func, insert, select
 
@@ -28,6 +28,7 @@ from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, check_date
 from ledger.core.records import EXCHANGE_SCOPE
 from ledger.core.select import (
+    CANDIDATE_ROW,
     DEFAULT_ORDER,
     SELECTOR_VERSION,
     Candidate,
@@ -110,6 +111,19 @@ class Inputs:
         return DEFAULT_ORDER
 
 
+# The Inputs fields a pack row holds as they are, each under its column's name:
+# `record_pack` writes them and `audit.inputs_of` reads them back.
+INPUT_COLUMNS = {
+    "as_of": "as_of",
+    "subject": "subject",
+    "budget": "budget",
+    "counter": "counter",
+    "mark": "ledger_mark",
+    "scope": "scope",
+    "selector_version": "selector_version",
+}
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic collector while a build allocates one object per candidate:
@@ -124,15 +138,23 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+class Asked(TypedDict, total=False):
+    """What a build is asked besides its date and subject: `budget` (default: the
+    policy's), `counter` (default: the stored estimate) and `ledger_at` (default:
+    now)."""
+
+    budget: int | None
+    counter: str
+    ledger_at: int | None
+
+
 def resolve_inputs(
-    conn: Connection,
-    as_of: str,
-    subject: str = "default",
-    budget: int | None = None,
-    counter: str = ESTIMATED,
-    ledger_at: int | None = None,
+    conn: Connection, as_of: str, subject: str = "default", **asked: Unpack[Asked]
 ) -> Inputs:
-    """The grants, policy and budget in force at ledger time `ledger_at` (default: now)."""
+    """The grants, policy and budget in force at ledger time `ledger_at`."""
+    budget = asked.get("budget")
+    counter = asked.get("counter", ESTIMATED)
+    ledger_at = asked.get("ledger_at")
     check_date(as_of)
     check_subject(subject)
     head = read_head(conn)
@@ -229,27 +251,14 @@ def load_candidates(
     Returns the candidates and a map from record digest to version id.
     """
     c = versions.c
-    # CANDIDATE_ROW's columns (estimated_tokens as the cost), then the version id.
-    cols = [
-        c.chunk_id,
-        c.source_version,
-        c.section,
-        c.effective_from,
-        c.expires_on,
-        c.required_permission,
-        c.trust,
-        c.dedupe_key,
-        c.estimated_tokens,
-        c.priority,
-        c.required,
-        c.record_digest,
-        c.content_digest,
-        # Gate 5's tie-break is "the later ingest wins": an ingest is a batch (one
-        # run), so ingest_rank is the batch; two versions of an id in one batch tie
-        # on it and fall to the record digest (the order of lines never matters).
-        c.batch_seq,
-        c.vid,
-    ]
+    # CANDIDATE_ROW's columns, then the version id. The cost is the stored
+    # estimate (a build under another counter replaces it). Gate 5's tie-break is
+    # "the later ingest wins": an ingest is a batch (one run), so ingest_rank is the
+    # batch; two versions of an id in one batch tie on it and fall to the record
+    # digest (the order of lines never matters).
+    stored_as = {"id": c.chunk_id, "tokens": c.estimated_tokens, "ingest_rank": c.batch_seq}
+    cols = [stored_as[name] if name in stored_as else c[name] for name in CANDIDATE_ROW]
+    cols.append(c.vid)
     query = select(*cols).where(c.batch_seq <= mark)
     # By the stored scope, which only the transcript ingest path writes: never
     # by a field a record carries (a `transcript://` URI is an ordinary URI).
@@ -534,14 +543,8 @@ def record_pack(
         insert(packs).values(
             pack_no=pack_no,
             entry_seq=seq,
-            ledger_mark=inputs.mark,
-            as_of=inputs.as_of,
-            subject=inputs.subject,
-            budget=inputs.budget,
+            **{column: getattr(inputs, name) for name, column in INPUT_COLUMNS.items()},
             used=ctx.admitted_tokens(),
-            counter=inputs.counter,
-            selector_version=inputs.selector_version,
-            scope=inputs.scope,
             grants=canonical_json(list(inputs.grants)),
             policy=canonical_json(inputs.policy.to_json()),
             candidate_count=len(candidates),
@@ -590,20 +593,19 @@ def build_pack(
     engine: Engine,
     as_of: str,
     subject: str = "default",
-    budget: int | None = None,
-    counter: str = ESTIMATED,
-    ledger_at: int | None = None,
+    *,
     query: str | None = None,
     top: int | None = None,
     candidates_file: str | bytes | None = None,
     trace: Trace | None = None,
+    **asked: Unpack[Asked],
 ) -> int:
     """Build and record one pack in its own transaction; return its number.
 
     With `query` (and `top`, default 20) or `candidates_file`: a retrieval build;
     `trace`: the OpenTelemetry trace and span ids recorded with it."""
     with write_transaction(engine) as conn:
-        inputs = resolve_inputs(conn, as_of, subject, budget, counter, ledger_at)
+        inputs = resolve_inputs(conn, as_of, subject, **asked)
         inputs = with_retrieval(conn, inputs, query, top, candidates_file)
         with gc_paused():
             candidates, vid_of = candidates_for(conn, inputs)

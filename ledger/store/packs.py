@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, select
+from sqlalchemy import Connection, Integer, and_, func, select
 
 from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
 from ledger.core.numbers import ascii_int, backend_max
@@ -376,27 +376,22 @@ class VerifyReader:
         return f"{row[_ID]}@{row[_ID + 1]}"
 
 
-_PACK_INTS = ("pack_no", "entry_seq", "ledger_mark", "budget", "used", "candidate_count")
-_PACK_TEXTS = (
-    "as_of",
-    "subject",
-    "counter",
-    "selector_version",
-    "scope",
-    "grants",
-    "policy",
-    "input_digest",
-    "pack_digest",
+# What a pack row always holds: the table's NOT NULL columns, integers or text
+# by their SQL type (a changed SQLite file can store any value in any column).
+_PACK_TYPES = tuple(
+    (column.name, int if isinstance(column.type, Integer) else str)
+    for column in packs.c
+    if not column.nullable
 )
 
 
 def bad_pack_types(head: Any) -> str | None:
     """The first field of a pack row whose type is not what the ledger writes."""
-    for name in _PACK_INTS:
-        if type(getattr(head, name)) is not int:
+    for name, kind in _PACK_TYPES:
+        value = getattr(head, name)
+        if kind is int and type(value) is not int:
             return f"its {name} is not an integer"
-    for name in _PACK_TEXTS:
-        if not isinstance(getattr(head, name), str):
+        if kind is str and not isinstance(value, str):
             return f"its {name} is not text"
     return None
 

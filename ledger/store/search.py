@@ -305,7 +305,9 @@ def _rebuild_hint(
     and the retrieval that offers it if that query would not."""
     from ledger.store.build import resolve_inputs, with_retrieval
 
-    now = resolve_inputs(conn, head.as_of, head.subject, head.budget, head.counter.split("@")[0])
+    now = resolve_inputs(
+        conn, head.as_of, head.subject, budget=head.budget, counter=head.counter.split("@")[0]
+    )
     retrieval = inputs.retrieval
     if retrieval is not None and retrieval.query is not None:
         now = with_retrieval(conn, now, retrieval.query, retrieval.top)
