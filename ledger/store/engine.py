@@ -216,6 +216,12 @@ def check_database(engine: Engine, url: str) -> str | None:
         engine.dispose()
         reason = " ".join(str(exc.orig).split())  # drivers' messages may span lines
         raise SchemaError(f"cannot open the database {_where(url)}: {reason}") from None
+    except UnicodeError:
+        # The driver resolves the host with the IDNA codec, which refuses some names.
+        engine.dispose()
+        raise SchemaError(
+            f"cannot open the database {_where(url)}: its host is not a valid host name"
+        ) from None
 
 
 def open_engine(url: str) -> Engine:

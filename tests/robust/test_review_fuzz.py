@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.robust.review import make_seeded
@@ -184,6 +184,9 @@ def test_grant_arguments(ledger: Path, subject: str, permission: str) -> None:
         st.builds(lambda s: f"sqlite:///{s}", ANY_TEXT),
     )
 )
+# Found by this test: a host the IDNA codec refuses raised UnicodeError in the driver.
+@example(url="postgresql+psycopg://@\x80")
+@example(url="postgresql+psycopg://u:pw@\x80/db?password=pw")
 def test_db_urls(ledger: Path, url: str) -> None:
     """Any --db value: one line or success, never a traceback, never a password."""
     args = ("--db", url, "packs")
