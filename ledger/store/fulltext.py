@@ -17,7 +17,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -117,32 +117,38 @@ def tsvector_input(terms: str) -> str | None:
     return " ".join(map(str.__add__, words, _POSITIONS))
 
 
-def _insert_slice(conn: Connection, sql: str, batch: list[tuple[int, str]]) -> None:
+VersionRow = tuple[int, str | None, str | None]  # (vid, title, content)
+
+
+def _insert_slice(conn: Connection, sql: str, batch: list[VersionRow]) -> None:
+    words = ((vid, index_terms(title, content or "")) for vid, title, content in batch)
     if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql(sql, batch)
+        conn.exec_driver_sql(sql, list(words))
         return
-    # The tsvectors known beforehand stream in by COPY; the others are parsed.
-    known: list[tuple[int, str]] = []
+    # The tsvectors known beforehand stream in by COPY as they are made: the
+    # server stores them while the next ones are made. The others are parsed.
     parse: list[tuple[int, str]] = []
-    for vid, terms in batch:
-        tsv = tsvector_input(terms)
-        if tsv is None:
-            parse.append((vid, terms))
-        else:
-            known.append((vid, tsv))
-    if known:
-        insert_tuples(conn, _TABLE_CLAUSE, ("vid", "terms"), known)
+
+    def known() -> Iterator[tuple[int, str]]:
+        for vid, terms in words:
+            tsv = tsvector_input(terms)
+            if tsv is None:
+                parse.append((vid, terms))
+            else:
+                yield vid, tsv
+
+    insert_tuples(conn, _TABLE_CLAUSE, ("vid", "terms"), known())
     if parse:
         conn.exec_driver_sql(sql, ([vid for vid, _ in parse], [terms for _, terms in parse]))
 
 
-def index_rows(conn: Connection, rows: Iterable[tuple[int, str | None, str | None]]) -> int:
+def index_rows(conn: Connection, rows: Iterable[VersionRow]) -> int:
     """Index (vid, title, content) rows in slices; return how many."""
     sql = _insert_sql(conn)
-    batch: list[tuple[int, str]] = []
+    batch: list[VersionRow] = []
     n = 0
-    for vid, title, content in rows:
-        batch.append((vid, index_terms(title, content or "")))
+    for row in rows:
+        batch.append(row)
         if len(batch) >= INDEX_SLICE:
             _insert_slice(conn, sql, batch)
             n += len(batch)
@@ -180,7 +186,7 @@ def index_all(conn: Connection) -> int:
     return index_rows(conn, _version_rows(conn, "1 = 1", {}))
 
 
-def unindex(conn: Connection, rows: Iterable[tuple[int, str | None, str | None]]) -> None:
+def unindex(conn: Connection, rows: Iterable[VersionRow]) -> None:
     """Remove versions from the index: (vid, title, content) as they were indexed.
 
     A contentless FTS5 table forgets a row only when told its indexed words,
