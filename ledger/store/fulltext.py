@@ -75,8 +75,9 @@ def drop_index(conn: Connection) -> None:
 def _insert_sql(conn: Connection) -> str:
     if conn.dialect.name == "sqlite":
         return f"INSERT INTO {TABLE} (rowid, terms) VALUES (?, ?)"
-    # One statement per slice, its rows as two arrays: a row per statement would
-    # cost more than the words themselves (a round trip of the protocol each).
+    # The terms only the server's parser can index (see `tsvector_input`): one
+    # statement per slice, its rows as two arrays (a row per statement would
+    # cost more than the words themselves, a round trip of the protocol each).
     return (
         f"INSERT INTO {TABLE} (vid, terms) SELECT vid, to_tsvector('simple', terms) "
         "FROM unnest(%s::integer[], %s::text[]) AS t(vid, terms)"
