@@ -13,7 +13,7 @@ import itertools
 import os
 import re
 from collections import namedtuple
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -331,7 +331,7 @@ _POSITIONAL_MARK = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 
 
 def insert_tuples(
-    conn: Connection, table: Any, columns: tuple[str, ...], rows: list[tuple[Any, ...]]
+    conn: Connection, table: Any, columns: tuple[str, ...], rows: Iterable[tuple[Any, ...]]
 ) -> None:
     """The bulk-insert path, written once: one executemany of `rows` (tuples in
     `columns` order) into `table`.
@@ -356,6 +356,7 @@ def insert_tuples(
         finally:
             cursor.close()
         return
+    rows = list(rows)  # COPY streams an iterator; executemany takes a list
     mark = _POSITIONAL_MARK.get(conn.dialect.paramstyle)
     if mark is None:
         from sqlalchemy import insert

@@ -7,8 +7,9 @@ from pathlib import Path
 from sqlalchemy import inspect
 
 from ledger.api import ingest_files
+from ledger.core.query import index_terms
 from ledger.store.engine import make_engine, read_transaction, write_transaction
-from ledger.store.fulltext import TABLE, unindex
+from ledger.store.fulltext import TABLE, tsvector_input, unindex
 from ledger.store.migrate import downgrade_to, upgrade_to_head
 from ledger.store.search import search
 from tests.conftest import chunk, write_jsonl
@@ -49,5 +50,48 @@ def test_unindex_forgets_a_body(db_url: str, tmp_path: Path) -> None:
             (vid,) = conn.exec_driver_sql("SELECT vid FROM chunk_versions").one()
             unindex(conn, [(vid, None, body)])
         assert ids(engine, "cafe walrus") == []
+    finally:
+        engine.dispose()
+
+
+def test_tsvector_input_is_the_parse_known_beforehand_or_none() -> None:
+    assert tsvector_input("cors use cors") == "cors:1 use:2 cors:3"
+    assert tsvector_input("x1e5a 1e5 e5 0x1f 007") == "x1e5a:1 1e5:2 e5:3 0x1f:4 007:5"
+    assert tsvector_input(" ".join(["a"] * 255)) is not None
+    # The server's parser decides: scientific notation runs into a word, a word
+    # more than 255 times, upper case (from folding), non-ASCII, no letter.
+    for terms in ["1e5abc x", "x 2e10z", " ".join(["a"] * 256), "H", "caf\u00e9", "2026", ""]:
+        assert tsvector_input(terms) is None, terms
+
+
+def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Path) -> None:
+    bodies = {
+        "plain": "The walrus naps; the walrus wakes.",
+        "numbers": "Set 1e5abc to 2e10 on x1e5a in 2026.",
+        "folded": "\u00c7a \u210c Stra\u00dfe",
+        "repeated": "walrus " * 300,
+        "digits": "2026 42",
+    }
+    engine = make_engine(db_url)
+    try:
+        path = write_jsonl(tmp_path / "a.jsonl", [
+            chunk(id=k, dedupe_key=k, content=v) for k, v in bodies.items()
+        ])  # fmt: skip
+        ingest_files(engine, [str(path)])
+        assert sorted(ids(engine, "walrus")) == ["plain", "repeated"]
+        assert ids(engine, "strasse") == ["folded"]
+        assert ids(engine, "x1e5a") == ["numbers"]
+        assert ids(engine, "42") == ["digits"]
+        terms = [index_terms(None, body) for body in bodies.values()]
+        assert {tsvector_input(t) is None for t in terms} == {True, False}  # both ways taken
+        if engine.dialect.name == "postgresql":
+            with read_transaction(engine) as conn:
+                differ = conn.exec_driver_sql(
+                    f"SELECT v.chunk_id FROM chunk_versions v JOIN {TABLE} s ON s.vid = v.vid "
+                    "JOIN unnest(%s::text[], %s::text[]) AS t(id, terms) ON t.id = v.chunk_id "
+                    "WHERE s.terms::text <> to_tsvector('simple', t.terms)::text",
+                    (list(bodies), terms),
+                ).all()
+                assert differ == []
     finally:
         engine.dispose()
