@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import importlib
 import importlib.util
 import io
@@ -59,6 +60,11 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# Whether this process runs one command and ends (the `ledger` command itself),
+# or calls main() with arguments, as the tests do.
+_PROCESS = {"one_command": False}
+
+
 class Settings:
     """What every database command needs: where the database is, and its `Ledger`
     once a command has asked for it (closed when the command's context closes)."""
@@ -74,6 +80,10 @@ class Settings:
 
             self._ledger = open_ledger(self.db)
             ctx.call_on_close(self._close)
+            if _PROCESS["one_command"]:
+                # What is loaded now (SQLAlchemy, the ledger's modules, the engine)
+                # lives as long as the process: out of every later collection.
+                gc.freeze()
         return self._ledger
 
     def _close(self) -> None:
@@ -212,7 +222,24 @@ def _flush_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the group and map errors to exit codes in one place."""
+    """Console entry point: run the group and map errors to exit codes in one place.
+
+    With no `argv` (the installed `ledger` command, `python -m ledger_cli`) the
+    process runs this one command: what is loaded once the ledger is open, and
+    everything at the end, is frozen out of the garbage collector, so that its
+    collections (after a selection, at shutdown) do not walk SQLAlchemy's
+    hundreds of thousands of objects again (issue 21: tens of milliseconds on
+    every database command). Exit handlers still run.
+    """
+    _PROCESS["one_command"] = argv is None
+    try:
+        _main(argv)
+    finally:
+        if argv is None:
+            gc.freeze()
+
+
+def _main(argv: list[str] | None) -> None:
     RECORDED.clear()  # one run per process, but main() may be called in-process
     if sys.stdout is None:
         sys.stdout = _ClosedStdout()

@@ -738,7 +738,8 @@ def recorded_hint(
         if not _changes(hint):
             return hint
     elif reason == "budget":
-        hint = admission_hint(load(_SURVIVORS), request, target_record_digest, order)
+        survivors = _weighed_before(list(load(_SURVIVORS)), target_record_digest, order)
+        hint = admission_hint(survivors, request, target_record_digest, order)
         if _changes(hint) <= {"budget"}:
             return hint
     target = next((c for c in rivals if c.record_digest == target_record_digest), None)
@@ -753,6 +754,19 @@ def recorded_hint(
         last_day=days[1],
     )
     return admission_hint(load(reachable), request, target_record_digest, order)
+
+
+def _weighed_before(survivors: list[Candidate], digest: str, order: Order) -> list[Candidate]:
+    """Of a budget eviction's survivors, those the budget gate weighs before the
+    target, and the target: the required, and the optional ahead of it in
+    preference order. The greedy gate decides the target on these alone at any
+    budget, so its hint is the same on them as on all the survivors."""
+    target = next((c for c in survivors if c.record_digest == digest), None)
+    if target is None:
+        return survivors  # admission_hint refuses it
+    preference = order.preference
+    limit = (preference(target), *_identity(target))
+    return [c for c in survivors if c.required or (preference(c), *_identity(c)) <= limit]
 
 
 def _merge_refs(a: list[dict[str, str]], b: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -115,3 +115,23 @@ def test_reachable_pool_leaves_out_what_no_step_can_admit(cand: Any, request_for
     hint = recorded_hint(load, "permission_denied", request_for(), target.record_digest)
     assert seen[-1] == pool
     assert [s["kind"] for s in hint.steps] == ["grant", "as_of"] and hint.admits
+
+
+def test_budget_hint_weighs_required_chunks_behind_the_target(cand: Any, request_for: Any) -> None:
+    """A budget eviction's hint is computed on the survivors weighed before the
+    target: every required chunk counts, even one behind it in preference order."""
+    must = cand(id="must", required=True, priority=10, tokens=50)
+    ahead = cand(id="ahead", priority=90, tokens=30)
+    target = cand(id="t", priority=80, tokens=40)
+    behind = cand(id="behind", priority=5, tokens=10)
+    pack = [must, ahead, target, behind]
+    request = request_for(budget=100)  # 50 required + 30 ahead: 20 left for 40
+    whole = admission_hint(pack, request, target.record_digest)
+    assert whole.steps[0]["budget"] == 120 and whole.admits
+
+    def load(pool: HintPool) -> list[Candidate]:
+        # The survivors are the whole pack here: every chunk passed gates 1-6.
+        return pack if pool.kind == "survivors" else [target]
+
+    fast = recorded_hint(load, "budget", request, target.record_digest)
+    assert fast.to_json() == whole.to_json()
