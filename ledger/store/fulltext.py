@@ -14,11 +14,11 @@ erasing a body also removes its index row (`unindex`).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, CursorResult, table, text
@@ -97,7 +97,12 @@ def _insert_sql(conn: Connection) -> str:
 _NUMBER_WORD = re.compile(r"[0-9]+e[0-9]+[a-z]")
 _NUMBER_LATER = re.compile(r" [0-9]+e[0-9]+[a-z]")
 _MAX_POSITIONS = 255
-_POSITIONS = [f":{i}" for i in range(1, MAX_WORDS + 1)]
+
+
+@cache
+def _positions() -> list[str]:
+    """ ":1" to ":16383", made on the first index step (not by every import)."""
+    return [f":{i}" for i in range(1, MAX_WORDS + 1)]
 
 
 def tsvector_input(terms: str) -> str | None:
@@ -115,7 +120,7 @@ def tsvector_input(terms: str) -> str | None:
     words = terms.split()
     if len(words) > _MAX_POSITIONS and max(Counter(words).values()) > _MAX_POSITIONS:
         return None
-    return " ".join(map(str.__add__, words, _POSITIONS))
+    return " ".join(map(str.__add__, words, _positions()))
 
 
 VersionRow = tuple[int, str | None, str | None]  # (vid, title, content)
@@ -361,6 +366,8 @@ def closest_terms(conn: Connection, query: Query, limit: int = 5) -> list[str]:
     read, and their words with that prefix ranked by similarity. The same words
     on both backends, as the index holds the same words.
     """
+    import difflib  # only for suggestions: not every import of this module
+
     scored: dict[str, float] = {}
     title = "v.title" if has_title(conn) else "NULL"
     for word in query.words[:8]:
