@@ -124,9 +124,10 @@ DECODER = json.JSONDecoder(
 )
 
 
-# The C scanner that `decode` runs (set by JSONDecoder.__init__; not in typeshed).
-_SCAN = DECODER.scan_once  # type: ignore[attr-defined]
-_JSON_SPACE = " \t\n\r"
+# The C scanner that `decode` runs (set by JSONDecoder.__init__; not in typeshed):
+# `SCAN(text, i)` is (value, end) of the value at `i`, raising on what DECODER refuses.
+SCAN = DECODER.scan_once  # type: ignore[attr-defined]
+JSON_SPACE = " \t\n\r"
 
 
 def _decode(text: str) -> Any:
@@ -135,10 +136,10 @@ def _decode(text: str) -> Any:
     text starts with white space or has more after the value, so that every
     error is raised by `decode` itself, word for word."""
     try:
-        value, end = _SCAN(text, 0)
+        value, end = SCAN(text, 0)
     except StopIteration:
         return DECODER.decode(text)
-    if end != len(text) and text[end:].strip(_JSON_SPACE):
+    if end != len(text) and text[end:].strip(JSON_SPACE):
         return DECODER.decode(text)
     return value
 

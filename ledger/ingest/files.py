@@ -14,7 +14,13 @@ from dataclasses import replace
 from typing import Any
 
 from ledger.core.errors import InputError
-from ledger.core.records import EXCHANGE_SCOPE, ChunkRecord, RecordError, validate_chunk
+from ledger.core.records import (
+    EXCHANGE_SCOPE,
+    ChunkRecord,
+    RecordError,
+    plain_line,
+    validate_chunk,
+)
 from ledger.core.strictjson import StrictJSONError, loads_strict
 from ledger.ingest.source import iter_lines, lstat_named, read_whole
 from ledger.safeio import open_regular
@@ -51,7 +57,7 @@ def _read_whole(path: str) -> bytes:
     return read_whole(path, "chunk file")
 
 
-def _iter_jsonl(path: str, progress: Progress | None) -> Iterator[tuple[str, Any]]:
+def _iter_jsonl(path: str, progress: Progress | None) -> Iterator[tuple[str, ChunkRecord]]:
     # Streamed line by line, each line bounded by what a valid record can need.
     with open_regular(path, "chunk file") as f:
         lineno = 0
@@ -59,21 +65,27 @@ def _iter_jsonl(path: str, progress: Progress | None) -> Iterator[tuple[str, Any
             if progress is not None:
                 progress(len(raw))
             where = f"{path}:{lineno}"
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raise InputError(
-                    f"{where}: file starts with a UTF-8 byte-order mark; save it without one"
-                )
-            if not raw.strip():
-                raise InputError(f"{where}: blank line; JSON Lines holds one record on every line")
-            try:
-                obj = loads_strict(raw)
-            except StrictJSONError as exc:
-                field = _field_of(_lenient_loads(raw))
-                error = _line_error(raw, exc)
-                raise InputError(f"{where}: {_field_prefix(field)}{error}") from None
-            yield where, obj
+            # Ingest's fast path: a line that is plainly one plain record is that
+            # record (`plain_line`); any other line is parsed and validated step by
+            # step, which names what is wrong.
+            rec = plain_line(raw)
+            yield where, rec if rec is not None else validated(where, _parsed(raw, where, lineno))
         if lineno == 0:
             raise InputError(f"{path}: empty file; expected one chunk record per line")
+
+
+def _parsed(raw: bytes, where: str, lineno: int) -> Any:
+    """One line of JSON Lines parsed strictly, or the `InputError` that names its fault."""
+    if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raise InputError(f"{where}: file starts with a UTF-8 byte-order mark; save it without one")
+    if raw.isspace():  # (`iter_lines` yields no empty line)
+        raise InputError(f"{where}: blank line; JSON Lines holds one record on every line")
+    try:
+        return loads_strict(raw)
+    except StrictJSONError as exc:
+        field = _field_of(_lenient_loads(raw))
+        error = _line_error(raw, exc)
+        raise InputError(f"{where}: {_field_prefix(field)}{error}") from None
 
 
 def _line_error(raw: bytes, exc: StrictJSONError) -> StrictJSONError:
@@ -295,21 +307,17 @@ def read_records(
     for path in paths:
         check_input_file(path)
         kind = detect_format(path, fmt)
-        # `_iter_json` gets the requested format: `auto` takes an array or a fixture.
-        if kind == "transcript":
-            raw = _iter_transcript(path, *transcript, progress, source_format, notes)
-        elif kind == "jsonl":
-            raw = _iter_jsonl(path, progress)
-        else:
-            raw = _iter_json(path, fmt, notes, progress)
-        if kind == "transcript":
+        if kind == "jsonl":
+            yield from _iter_jsonl(path, progress)  # validated as each line is read
+        elif kind == "transcript":
             # The one path that writes a scope: an exchange read from a transcript.
             # A record of any other input cannot claim it (it is no record field).
-            for where, obj in raw:
+            for where, obj in _iter_transcript(path, *transcript, progress, source_format, notes):
                 yield where, replace(validated(where, obj), scope=EXCHANGE_SCOPE)
-            continue
-        for where, obj in raw:
-            yield where, validated(where, obj)
+        else:
+            # `_iter_json` gets the requested format: `auto` takes an array or a fixture.
+            for where, obj in _iter_json(path, fmt, notes, progress):
+                yield where, validated(where, obj)
 
 
 def validated(where: str, obj: Any) -> ChunkRecord:

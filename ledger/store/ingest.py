@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import (
@@ -82,26 +83,13 @@ _ROW_COLUMNS = (
 )
 
 
+# A record's values for `_ROW_COLUMNS` up to `content`, read in one call.
+_ROW_VALUES = attrgetter("id", "source_version", "section", "source_uri", *FIELDS[4:])
+
+
 def _row(rec: ChunkRecord, digest: str, batch_seq: int) -> tuple[Any, ...]:
-    return (
-        rec.id,
-        rec.source_version,
-        rec.section,
-        rec.source_uri,
-        rec.effective_from,
-        rec.expires_on,
-        rec.required_permission,
-        rec.trust,
-        rec.dedupe_key,
-        rec.estimated_tokens,
-        rec.priority,
-        rec.required,
-        rec.content,
-        hashlib.sha256(rec.content.encode("utf-8")).hexdigest(),
-        digest,
-        batch_seq,
-        rec.scope,
-    )
+    content_digest = hashlib.sha256(rec.content.encode("utf-8")).hexdigest()
+    return (*_ROW_VALUES(rec), content_digest, digest, batch_seq, rec.scope)
 
 
 def _insert_rows(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
