@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from types import MappingProxyType
 from typing import Any
 
 _MAX_SAFE_INT = 2**53 - 1
@@ -118,7 +119,9 @@ def trusted_json(value: Any) -> str:
 
 def _mapping(value: Any) -> Any:
     # Read-only mappings (the selector's eviction details) serialize as objects.
-    if isinstance(value, Mapping):
+    # Checked by exact type first: a pack digest meets one per distinct detail,
+    # and the abstract-class check costs more than the copy.
+    if type(value) is MappingProxyType or isinstance(value, Mapping):
         return dict(value)
     raise TypeError(f"cannot canonicalize {type(value).__name__}")
 
