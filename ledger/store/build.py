@@ -453,29 +453,45 @@ def pack_digest(
 ) -> str:
     """SHA-256 of the canonical JSON of `pack_manifest(...)`, written out directly.
 
-    The hot part of build and verify (one entry per candidate): each admission and
-    eviction is written as text, and each distinct detail object (the selector
-    shares them) encoded once, instead of building the manifest's dicts and
-    encoding those. tests/store/test_canonical.py checks it against RFC 8785.
+    The hot part of build and verify (one entry per candidate): each distinct
+    detail object (the selector shares them) is written once, as the head of its
+    evictions' entries (`eviction_head`); `eviction_entry` and `manifest_digest`
+    write the rest. tests/store/test_canonical.py checks it against RFC 8785.
     """
-    # Per distinct detail object: its reason and the text up to the record digest.
-    # A detail is built by the ledger (ASCII keys; strings, integers, null and one
-    # nested object): its canonical text is `json`'s, written in C.
     heads: dict[int, tuple[str, str]] = {}
-    rows = []
+    entries = []
     for d, r, det, t in sorted(evicted, key=_first):
         known = heads.get(id(det))  # `evicted` holds every det: ids stay unique here
         if known is None or known[0] != r:
-            known = heads[id(det)] = (
-                r,
-                f'{{"detail":{trusted_json(det)},"reason":{_text(r)},"record_digest":',
-            )
-        rows.append(f'{known[1]}{_text(d)},"tokens":{_number(t)}}}')
+            known = heads[id(det)] = (r, eviction_head(r, det))
+        entries.append(eviction_entry(known[1], d, t))
+    return manifest_digest(inputs, in_digest, admitted, entries)
+
+
+def eviction_head(reason: str, detail: Any) -> str:
+    """The text of an eviction in the pack manifest up to its record digest.
+
+    A detail is built by the ledger (ASCII keys; strings, integers, null and one
+    nested object): its canonical text is `json`'s, written in C."""
+    return f'{{"detail":{trusted_json(detail)},"reason":{_text(reason)},"record_digest":'
+
+
+def eviction_entry(head: str, digest: str, tokens: int) -> str:
+    """The text of an eviction in the pack manifest, from its `eviction_head`."""
+    return f'{head}{_text(digest)},"tokens":{_number(tokens)}}}'
+
+
+def manifest_digest(
+    inputs: Inputs, in_digest: str, admitted: list[tuple[str, int]], evicted: list[str]
+) -> str:
+    """The pack digest (`pack_digest`) from the admissions in order and the
+    evictions' entries (`eviction_entry`) in record digest order: the one writer
+    of the manifest's text, for build and verify."""
     arrays = {
         "admitted": "["
         + ",".join([f'{{"record_digest":{_text(d)},"tokens":{_number(t)}}}' for d, t in admitted])
         + "]",
-        "evicted": "[" + ",".join(rows) + "]",
+        "evicted": "[" + ",".join(evicted) + "]",
     }
     top: dict[str, Any] = {**inputs.to_json(), "input_digest": in_digest}
     # The keys are ASCII: Python's string order is RFC 8785's UTF-16 order.

@@ -272,12 +272,21 @@ _EXTRA_FIELDS = ("retracted_from", "ref_id", "ref_version", "ref_digest")
 VerifyRow = row_type("VerifyRow", [*_DECISION_FIELDS, *_VERSION_FIELDS, *_EXTRA_FIELDS])
 _SHORT = len(_DECISION_FIELDS) + len(_VERSION_FIELDS)
 _ID = VerifyRow._fields.index("chunk_id")  # then source_version
-# Per status: its reason, the getter of the fields its detail is made of (equal
-# fields, equal details) and whether they include the last four.
+# The fields of a short row that decide each reason's detail (equal fields, equal
+# details): the detail's own, or those it is read by (a retraction's date by its
+# retract entry and chunk; the version referred to by its vid).
+_DETAIL_KEYS = {
+    **DETAIL_FIELDS,
+    "retracted": ("remaining", "chunk_id"),
+    "superseded": ("ref_vid",),
+    "duplicate": ("ref_vid",),
+}
+# Per status: its reason, the getter of the fields that decide its detail and
+# whether the detail reads the last four fields.
 VERIFY_DETAIL: dict[int, tuple[str, Any, bool]] = {
     REASON_CODES[reason]: (
         reason,
-        itemgetter(*(VerifyRow._fields.index(f) for f in fields)),
+        itemgetter(*(VerifyRow._fields.index(f) for f in _DETAIL_KEYS[reason])),
         any(f in _EXTRA_FIELDS for f in fields),
     )
     for reason, fields in DETAIL_FIELDS.items()
@@ -308,6 +317,8 @@ class VerifyReader:
             self.versions[vid] = (digest, estimated, *shared, cid, sv)
             if type(estimated) is not int or type(priority) is not int:
                 self.untyped.add(vid)
+        # The previous pack's eviction entries by decision (kept by verify's check).
+        self.entries: dict[tuple[Any, ...], str] = {}
         t = retractions.c
         self.retracted: dict[tuple[Any, Any], Any] = {
             (seq, cid): day
