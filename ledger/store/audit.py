@@ -16,12 +16,13 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter, itemgetter
+from itertools import compress, count
+from operator import attrgetter, itemgetter, not_
 from typing import Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
 
-from ledger.core.canonical import canonical_json, content_digest
+from ledger.core.canonical import canonical_json, content_digest, trusted_json
 from ledger.core.chain import GENESIS, entry_hash, pack_entry_payload
 from ledger.core.checkpoint import Checkpoint
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
@@ -42,7 +43,7 @@ from ledger.store.build import (
     eviction_entry,
     eviction_head,
     gc_paused,
-    input_digest,
+    input_digest_of,
     manifest_digest,
     retractions_at,
 )
@@ -1154,7 +1155,7 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
         return "its grants or policy snapshot is not in its recorded form", n
     if n != head.candidate_count:
         return f"{n} decision rows, the pack records {head.candidate_count} candidates", n
-    admitted = sorted((r for r in rows if r[_STATUS] == 0), key=_position)
+    admitted = sorted(compress(rows, map(not_, map(_status_of, rows))), key=_position)
     if [r[_POSITION] for r in admitted] != list(range(len(admitted))):
         return "admitted positions are not 0..n-1", n
     used = sum(r[_TOKENS] for r in admitted)
@@ -1162,7 +1163,7 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
         return f"admitted tokens add up to {used}, the pack records used {head.used}", n
     if used > head.budget:
         return f"used {used} exceeds the budget {head.budget}", n
-    if head.counter == ESTIMATED:
+    if head.counter == ESTIMATED and list(map(_tokens_of, rows)) != list(map(_estimate_of, rows)):
         for r in rows:
             if r[_TOKENS] != r[_ESTIMATED]:
                 return f"{reader.name(r)}: tokens differ from the version's estimate", n
@@ -1170,12 +1171,15 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
     # and of the evictions in the pack digest (both then sort in linear time).
     try:
         by_digest = sorted(rows, key=_digest_of)
-    except TypeError:  # a digest of another type (SQLite): `input_digest` tells
+    except TypeError:  # a digest of another type (SQLite): `sorted` tells
         by_digest = rows
     why, evicted = _evictions(reader, by_digest)
     if why is not None:
         return _evictions(reader, rows)[0] or why, n  # the first problem in vid order
-    ind = input_digest(inputs, map(_digest_of, by_digest))
+    candidates = list(map(_digest_of, by_digest))
+    if candidates != reader.candidates[0]:  # else the same as the previous pack's
+        reader.candidates = (candidates, trusted_json(sorted(candidates)))
+    ind = input_digest_of(inputs, reader.candidates[1])
     if ind != head.input_digest:
         return "input digest does not match the recorded inputs and candidates", n
     pd = manifest_digest(inputs, ind, [(r[_DIGEST], r[_TOKENS]) for r in admitted], evicted)
@@ -1188,40 +1192,33 @@ def _evictions(reader: VerifyReader, rows: list[tuple[Any, ...]]) -> tuple[str |
     """The evictions among `rows` as `manifest_digest` takes them, in their order,
     or the first row whose status is unknown or whose detail cannot be made.
 
-    An entry is decided by its decision's fields (`_DECIDED`, the version's are
-    the same in every pack): the entries of the previous pack are reused, as the
-    same versions are decided alike from pack to pack."""
+    An entry is decided by its decision's fields (`_decided`; its version's are the
+    same in every pack): the previous pack's entries are looked up first (in C),
+    as the same versions are mostly decided alike from pack to pack."""
+    evicting = list(compress(rows, map(_status_of, rows)))  # status 0: admitted
+    decided = list(map(_decided, evicting))
+    entries: list[Any] = list(map(reader.entries.get, decided))
     # Equal fields, one detail written once (as the selector shares equal details).
     heads: dict[int, tuple[str, Any, bool, dict[Any, str]]] = {
         status: (*known, {}) for status, known in VERIFY_DETAIL.items()
     }
-    before = reader.entries
-    now: dict[tuple[Any, ...], str] = {}
-    evicted: list[str] = []
-    append = evicted.append
-    for r in rows:
-        if r[_STATUS] == 0:
-            continue
-        decided = r[:_DECIDED]
-        entry = before.get(decided)
-        if entry is None:
-            status = r[_STATUS]
-            known = heads.get(status)
-            if known is None:
-                return f"{reader.name(r)}: unknown status {status}", evicted
-            reason, made_of, extended, texts = known
-            key = made_of(r)
-            text = texts.get(key)
-            if text is None:
-                row = reader.named(reader.extended(r) if extended else r)
-                if status in _REFERRING and row.ref_digest is None:
-                    return f"{reader.name(r)}: {reason} without the version it refers to", evicted
-                text = texts[key] = eviction_head(reason, detail_of(reason, row))
-            entry = eviction_entry(text, r[_DIGEST], r[_TOKENS])
-        now[decided] = entry
-        append(entry)
-    reader.entries = now
-    return None, evicted
+    for i in list(compress(count(), map(not_, entries))):  # not in the previous pack
+        r = evicting[i]
+        status = r[_STATUS]
+        known = heads.get(status)
+        if known is None:
+            return f"{reader.name(r)}: unknown status {status}", []
+        reason, made_of, extended, texts = known
+        key = made_of(r)
+        text = texts.get(key)
+        if text is None:
+            row = reader.named(reader.extended(r) if extended else r)
+            if status in _REFERRING and row.ref_digest is None:
+                return f"{reader.name(r)}: {reason} without the version it refers to", []
+            text = texts[key] = eviction_head(reason, detail_of(reason, row))
+        entries[i] = eviction_entry(text, r[_DIGEST], r[_TOKENS])
+    reader.entries = dict(zip(decided, entries, strict=True))
+    return None, entries
 
 
 # Evictions whose detail names another version: a row must have it.
@@ -1232,9 +1229,11 @@ _STATUS, _TOKENS, _POSITION, _DIGEST, _ESTIMATED = (
     VerifyRow._fields.index(f)
     for f in ("status", "tokens", "position", "record_digest", "estimated_tokens")
 )
-_digest_of = itemgetter(_DIGEST)
+_digest_of, _status_of, _tokens_of, _estimate_of = (
+    itemgetter(i) for i in (_DIGEST, _STATUS, _TOKENS, _ESTIMATED)
+)
 # The decision's own fields of a row (then its version's).
-_DECIDED = VerifyRow._fields.index("ref_vid") + 1
+_decided = itemgetter(*range(VerifyRow._fields.index("ref_vid") + 1))
 
 
 def _position(row: tuple[Any, ...]) -> int:

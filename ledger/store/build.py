@@ -20,7 +20,7 @@ from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import Connection, Engine, and_, func, insert, select
 
-from ledger.core.canonical import canonical_json, digest_trusted, trusted_json
+from ledger.core.canonical import canonical_json, trusted_json
 from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
 from ledger.core.context import Context
 from ledger.core.errors import InputError, IntegrityError, RefusedError
@@ -397,10 +397,15 @@ def decide(inputs: Inputs, candidates: Iterable[Candidate]) -> Context:
 def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
     """SPEC: policy snapshot, grants, as-of, budget, selector version, counter and
     the sorted candidate record digests (and the scope, which picks the order)."""
+    return input_digest_of(inputs, trusted_json(sorted(candidate_digests)))
+
+
+def input_digest_of(inputs: Inputs, candidates: str) -> str:
+    """`input_digest` from the JSON text of the sorted candidate digests (verify
+    writes it once for the packs that share their candidates)."""
     data: dict[str, Any] = {
         "as_of": inputs.as_of,
         "budget": inputs.budget,
-        "candidates": sorted(candidate_digests),
         "counter": inputs.counter,
         "grants": list(inputs.grants),
         "policy": inputs.policy.to_json(),
@@ -416,7 +421,11 @@ def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
             for cid, marks in sorted(inputs.retractions.items())
             for entry, day in marks
         ]
-    return digest_trusted(data)
+    # `digest_trusted` of the whole object, member by member (its keys are ASCII).
+    members = {k: trusted_json(v) for k, v in data.items()}
+    members["candidates"] = candidates
+    text = ",".join(f"{_text(k)}:{members[k]}" for k in sorted(members))
+    return hashlib.sha256(("{" + text + "}").encode("utf-8")).hexdigest()
 
 
 def pack_manifest(
@@ -473,7 +482,18 @@ def eviction_head(reason: str, detail: Any) -> str:
 
     A detail is built by the ledger (ASCII keys; strings, integers, null and one
     nested object): its canonical text is `json`'s, written in C."""
-    return f'{{"detail":{trusted_json(detail)},"reason":{_text(reason)},"record_digest":'
+    return f'{{"detail":{detail_json(detail)},"reason":{_text(reason)},"record_digest":'
+
+
+def detail_json(detail: Any) -> str:
+    """`trusted_json(detail)`; a budget eviction's detail (two integers, and as
+    many distinct ones as budget evictions) written directly, the same text
+    (tests/store/test_canonical.py checks it)."""
+    if len(detail) == 2:
+        needed, remaining = detail.get("needed"), detail.get("remaining")
+        if type(needed) is int and type(remaining) is int:
+            return f'{{"needed":{needed},"remaining":{remaining}}}'
+    return trusted_json(detail)
 
 
 def eviction_entry(head: str, digest: str, tokens: int) -> str:

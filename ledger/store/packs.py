@@ -11,7 +11,8 @@ import json
 import re
 from collections import namedtuple
 from collections.abc import Iterable
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import add, is_not, itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Integer, and_, func, select
@@ -293,6 +294,9 @@ VERIFY_DETAIL: dict[int, tuple[str, Any, bool]] = {
 }
 
 
+_first = itemgetter(0)
+
+
 class VerifyReader:
     """The decisions of packs and the versions they name, read for verify.
 
@@ -319,6 +323,8 @@ class VerifyReader:
                 self.untyped.add(vid)
         # The previous pack's eviction entries by decision (kept by verify's check).
         self.entries: dict[tuple[Any, ...], str] = {}
+        # The previous pack's sorted candidate digests and their JSON text.
+        self.candidates: tuple[list[Any] | None, str] = (None, "")
         t = retractions.c
         self.retracted: dict[tuple[Any, Any], Any] = {
             (seq, cid): day
@@ -331,9 +337,13 @@ class VerifyReader:
         d = decisions.c
         query = select(*(d[name] for name in _DECISION_FIELDS)).where(d.pack_no == pack_no)
         known = self.versions
-        rows = [
-            r + known[r[0]] for r in fetch_tuples(self.conn, query.order_by(d.vid)) if r[0] in known
-        ]
+        found = fetch_tuples(self.conn, query.order_by(d.vid))
+        # Joined in C: a pack holds up to 100,000s of decisions.
+        named = list(map(known.get, map(_first, found)))
+        if None in named:  # a decision naming no version: as an inner join, left out
+            kept = list(map(is_not, named, repeat(None)))
+            found, named = list(compress(found, kept)), list(compress(named, kept))
+        rows = list(map(add, found, named))
         untyped = self.untyped
         if self.sqlite and (
             any(vid in known for vid in self._untyped(pack_no))
