@@ -520,18 +520,54 @@ def record_digest(rec: ChunkRecord) -> str:
     if rec.title is not None or rec.path is not None:
         # A document version: two more fields, through the general RFC 8785 encoder.
         return digest_trusted(rec.to_json())
+    return flat_record_digest(
+        rec.content,
+        rec.dedupe_key,
+        rec.effective_from,
+        rec.estimated_tokens,
+        rec.expires_on,
+        rec.id,
+        rec.priority,
+        rec.required,
+        rec.required_permission,
+        rec.scope,
+        rec.section,
+        rec.source_uri,
+        rec.source_version,
+        rec.trust,
+    )
+
+
+def flat_record_digest(
+    content: str,
+    dedupe_key: str,
+    effective_from: str,
+    estimated_tokens: int,
+    expires_on: str | None,
+    id: str,  # noqa: A002 - the record's field
+    priority: int,
+    required: bool,
+    required_permission: str,
+    scope: str | None,
+    section: str,
+    source_uri: str,
+    source_version: str,
+    trust: str,
+) -> str:
+    """`record_digest` of a record without `title` and `path`, from its fields
+    (in the digest's key order): verify checks stored rows without a record."""
     # One f-string: a chain of `+` would copy the growing text (and the content)
     # once per field. A transcript exchange's scope sorts between the two.
-    scope = "" if rec.scope is None else ',"scope":' + _str(rec.scope)
-    expires = "null" if rec.expires_on is None else _str(rec.expires_on)
+    scope_text = "" if scope is None else ',"scope":' + _str(scope)
+    expires = "null" if expires_on is None else _str(expires_on)
     text = (
-        f'{{"content":{_str(rec.content)},"dedupe_key":{_str(rec.dedupe_key)}'
-        f',"effective_from":{_str(rec.effective_from)}'
-        f',"estimated_tokens":{int(rec.estimated_tokens)},"expires_on":{expires}'
-        f',"id":{_str(rec.id)},"priority":{int(rec.priority)}'
-        f',"required":{"true" if rec.required else "false"}'
-        f',"required_permission":{_str(rec.required_permission)}{scope}'
-        f',"section":{_str(rec.section)},"source_uri":{_str(rec.source_uri)}'
-        f',"source_version":{_str(rec.source_version)},"trust":{_str(rec.trust)}}}'
+        f'{{"content":{_str(content)},"dedupe_key":{_str(dedupe_key)}'
+        f',"effective_from":{_str(effective_from)}'
+        f',"estimated_tokens":{int(estimated_tokens)},"expires_on":{expires}'
+        f',"id":{_str(id)},"priority":{int(priority)}'
+        f',"required":{"true" if required else "false"}'
+        f',"required_permission":{_str(required_permission)}{scope_text}'
+        f',"section":{_str(section)},"source_uri":{_str(source_uri)}'
+        f',"source_version":{_str(source_version)},"trust":{_str(trust)}}}'
     )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

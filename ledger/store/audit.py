@@ -16,19 +16,20 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from itertools import compress, count
+from operator import attrgetter, itemgetter, not_
 from typing import Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
 
-from ledger.core.canonical import canonical_json, content_digest
+from ledger.core.canonical import canonical_json, content_digest, trusted_json
 from ledger.core.chain import GENESIS, entry_hash, pack_entry_payload
 from ledger.core.checkpoint import Checkpoint
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, REASON_NAMES
 from ledger.core.reasons import REASONS as GATE_ORDER
-from ledger.core.records import EXCHANGE_SCOPE, ChunkRecord, record_digest
+from ledger.core.records import EXCHANGE_SCOPE, ChunkRecord, flat_record_digest, record_digest
 from ledger.core.select import Candidate, HintPool, recorded_hint
 from ledger.store import tree
 from ledger.store.access import Policy, grant_payload, policy_payload
@@ -39,9 +40,11 @@ from ledger.store.build import (
     candidates_for,
     context_digests,
     decide,
+    eviction_entry,
+    eviction_head,
     gc_paused,
-    input_digest,
-    pack_digest,
+    input_digest_of,
+    manifest_digest,
     retractions_at,
 )
 from ledger.store.chain import KINDS, Head, read_head
@@ -1067,6 +1070,8 @@ def _bad_in(result: Any, only: set[int] | None, legacy: bool | None) -> Iterator
         if content_digest(content) != row.content_digest:
             yield f"{name}: content does not match its content digest"
             continue
+        if legacy is not True and _flat_digest(row, content) == row.record_digest:
+            continue  # the common case, without a record (`_scope_problem` would agree)
         try:
             rec = record_from_row(stored(*values, content))
             why = _scope_problem(rec, row.record_digest, legacy)
@@ -1075,6 +1080,32 @@ def _bad_in(result: Any, only: set[int] | None, legacy: bool | None) -> Iterator
             continue
         if why is not None:
             yield f"{name}: {why}"
+
+
+def _flat_digest(row: Any, content: str) -> str | None:
+    """The record digest of a stored version without title and path, from its row
+    (None: it has them, or its fields are no valid record: the record tells)."""
+    if row.title is not None or row.path is not None:
+        return None
+    try:
+        return flat_record_digest(
+            content,
+            row.dedupe_key,
+            row.effective_from,
+            row.estimated_tokens,
+            row.expires_on,
+            row.chunk_id,
+            row.priority,
+            bool(row.required),
+            row.required_permission,
+            row.scope,
+            row.section,
+            row.source_uri,
+            row.source_version,
+            row.trust,
+        )
+    except Exception:  # a tampered row: `record_from_row` and its digest report it
+        return None
 
 
 def _bad_erased(row: Any, name: str, legacy: bool | None) -> str | None:
@@ -1124,7 +1155,7 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
         return "its grants or policy snapshot is not in its recorded form", n
     if n != head.candidate_count:
         return f"{n} decision rows, the pack records {head.candidate_count} candidates", n
-    admitted = sorted((r for r in rows if r[_STATUS] == 0), key=_position)
+    admitted = sorted(compress(rows, map(not_, map(_status_of, rows))), key=_position)
     if [r[_POSITION] for r in admitted] != list(range(len(admitted))):
         return "admitted positions are not 0..n-1", n
     used = sum(r[_TOKENS] for r in admitted)
@@ -1132,39 +1163,62 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
         return f"admitted tokens add up to {used}, the pack records used {head.used}", n
     if used > head.budget:
         return f"used {used} exceeds the budget {head.budget}", n
-    if head.counter == ESTIMATED:
+    if head.counter == ESTIMATED and list(map(_tokens_of, rows)) != list(map(_estimate_of, rows)):
         for r in rows:
             if r[_TOKENS] != r[_ESTIMATED]:
                 return f"{reader.name(r)}: tokens differ from the version's estimate", n
-    evicted = []
-    # Equal details as one object, as the selector shares them: the pack digest
-    # encodes each distinct detail once.
-    shared: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for r in rows:
-        status = r[_STATUS]
-        if status == 0:
-            continue
-        known = VERIFY_DETAIL.get(status)
-        if known is None:
-            return f"{reader.name(r)}: unknown status {status}", n
-        reason, made_of, extended = known
-        if extended:
-            r = reader.extended(r)
-        key = (status, made_of(r))
-        detail = shared.get(key)
-        if detail is None:
-            row = reader.named(r)
-            if status in _REFERRING and row.ref_digest is None:
-                return f"{reader.name(r)}: {reason} without the version it refers to", n
-            detail = shared[key] = detail_of(reason, row)
-        evicted.append((r[_DIGEST], reason, detail, r[_TOKENS]))
-    ind = input_digest(inputs, [r[_DIGEST] for r in rows])
+    # One sort by record digest, the order of the candidates in the input digest
+    # and of the evictions in the pack digest (both then sort in linear time).
+    try:
+        by_digest = sorted(rows, key=_digest_of)
+    except TypeError:  # a digest of another type (SQLite): `sorted` tells
+        by_digest = rows
+    why, evicted = _evictions(reader, by_digest)
+    if why is not None:
+        return _evictions(reader, rows)[0] or why, n  # the first problem in vid order
+    candidates = list(map(_digest_of, by_digest))
+    if candidates != reader.candidates[0]:  # else the same as the previous pack's
+        reader.candidates = (candidates, trusted_json(sorted(candidates)))
+    ind = input_digest_of(inputs, reader.candidates[1])
     if ind != head.input_digest:
         return "input digest does not match the recorded inputs and candidates", n
-    pd = pack_digest(inputs, ind, [(r[_DIGEST], r[_TOKENS]) for r in admitted], evicted)
+    pd = manifest_digest(inputs, ind, [(r[_DIGEST], r[_TOKENS]) for r in admitted], evicted)
     if pd != head.pack_digest:
         return "pack digest does not match its decisions", n
     return None, n
+
+
+def _evictions(reader: VerifyReader, rows: list[tuple[Any, ...]]) -> tuple[str | None, list[str]]:
+    """The evictions among `rows` as `manifest_digest` takes them, in their order,
+    or the first row whose status is unknown or whose detail cannot be made.
+
+    An entry is decided by its decision's fields (`_decided`; its version's are the
+    same in every pack): the previous pack's entries are looked up first (in C),
+    as the same versions are mostly decided alike from pack to pack."""
+    evicting = list(compress(rows, map(_status_of, rows)))  # status 0: admitted
+    decided = list(map(_decided, evicting))
+    entries: list[Any] = list(map(reader.entries.get, decided))
+    # Equal fields, one detail written once (as the selector shares equal details).
+    heads: dict[int, tuple[str, Any, bool, dict[Any, str]]] = {
+        status: (*known, {}) for status, known in VERIFY_DETAIL.items()
+    }
+    for i in list(compress(count(), map(not_, entries))):  # not in the previous pack
+        r = evicting[i]
+        status = r[_STATUS]
+        known = heads.get(status)
+        if known is None:
+            return f"{reader.name(r)}: unknown status {status}", []
+        reason, made_of, extended, texts = known
+        key = made_of(r)
+        text = texts.get(key)
+        if text is None:
+            row = reader.named(reader.extended(r) if extended else r)
+            if status in _REFERRING and row.ref_digest is None:
+                return f"{reader.name(r)}: {reason} without the version it refers to", []
+            text = texts[key] = eviction_head(reason, detail_of(reason, row))
+        entries[i] = eviction_entry(text, r[_DIGEST], r[_TOKENS])
+    reader.entries = dict(zip(decided, entries, strict=True))
+    return None, entries
 
 
 # Evictions whose detail names another version: a row must have it.
@@ -1175,6 +1229,11 @@ _STATUS, _TOKENS, _POSITION, _DIGEST, _ESTIMATED = (
     VerifyRow._fields.index(f)
     for f in ("status", "tokens", "position", "record_digest", "estimated_tokens")
 )
+_digest_of, _status_of, _tokens_of, _estimate_of = (
+    itemgetter(i) for i in (_DIGEST, _STATUS, _TOKENS, _ESTIMATED)
+)
+# The decision's own fields of a row (then its version's).
+_decided = itemgetter(*range(VerifyRow._fields.index("ref_vid") + 1))
 
 
 def _position(row: tuple[Any, ...]) -> int:

@@ -20,7 +20,7 @@ from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import Connection, Engine, and_, func, insert, select
 
-from ledger.core.canonical import canonical_json, digest_trusted, trusted_json
+from ledger.core.canonical import canonical_json, trusted_json
 from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
 from ledger.core.context import Context
 from ledger.core.errors import InputError, IntegrityError, RefusedError
@@ -397,10 +397,15 @@ def decide(inputs: Inputs, candidates: Iterable[Candidate]) -> Context:
 def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
     """SPEC: policy snapshot, grants, as-of, budget, selector version, counter and
     the sorted candidate record digests (and the scope, which picks the order)."""
+    return input_digest_of(inputs, trusted_json(sorted(candidate_digests)))
+
+
+def input_digest_of(inputs: Inputs, candidates: str) -> str:
+    """`input_digest` from the JSON text of the sorted candidate digests (verify
+    writes it once for the packs that share their candidates)."""
     data: dict[str, Any] = {
         "as_of": inputs.as_of,
         "budget": inputs.budget,
-        "candidates": sorted(candidate_digests),
         "counter": inputs.counter,
         "grants": list(inputs.grants),
         "policy": inputs.policy.to_json(),
@@ -416,7 +421,11 @@ def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
             for cid, marks in sorted(inputs.retractions.items())
             for entry, day in marks
         ]
-    return digest_trusted(data)
+    # `digest_trusted` of the whole object, member by member (its keys are ASCII).
+    members = {k: trusted_json(v) for k, v in data.items()}
+    members["candidates"] = candidates
+    text = ",".join(f"{_text(k)}:{members[k]}" for k in sorted(members))
+    return hashlib.sha256(("{" + text + "}").encode("utf-8")).hexdigest()
 
 
 def pack_manifest(
@@ -453,29 +462,56 @@ def pack_digest(
 ) -> str:
     """SHA-256 of the canonical JSON of `pack_manifest(...)`, written out directly.
 
-    The hot part of build and verify (one entry per candidate): each admission and
-    eviction is written as text, and each distinct detail object (the selector
-    shares them) encoded once, instead of building the manifest's dicts and
-    encoding those. tests/store/test_canonical.py checks it against RFC 8785.
+    The hot part of build and verify (one entry per candidate): each distinct
+    detail object (the selector shares them) is written once, as the head of its
+    evictions' entries (`eviction_head`); `eviction_entry` and `manifest_digest`
+    write the rest. tests/store/test_canonical.py checks it against RFC 8785.
     """
-    # Per distinct detail object: its reason and the text up to the record digest.
-    # A detail is built by the ledger (ASCII keys; strings, integers, null and one
-    # nested object): its canonical text is `json`'s, written in C.
     heads: dict[int, tuple[str, str]] = {}
-    rows = []
+    entries = []
     for d, r, det, t in sorted(evicted, key=_first):
         known = heads.get(id(det))  # `evicted` holds every det: ids stay unique here
         if known is None or known[0] != r:
-            known = heads[id(det)] = (
-                r,
-                f'{{"detail":{trusted_json(det)},"reason":{_text(r)},"record_digest":',
-            )
-        rows.append(f'{known[1]}{_text(d)},"tokens":{_number(t)}}}')
+            known = heads[id(det)] = (r, eviction_head(r, det))
+        entries.append(eviction_entry(known[1], d, t))
+    return manifest_digest(inputs, in_digest, admitted, entries)
+
+
+def eviction_head(reason: str, detail: Any) -> str:
+    """The text of an eviction in the pack manifest up to its record digest.
+
+    A detail is built by the ledger (ASCII keys; strings, integers, null and one
+    nested object): its canonical text is `json`'s, written in C."""
+    return f'{{"detail":{detail_json(detail)},"reason":{_text(reason)},"record_digest":'
+
+
+def detail_json(detail: Any) -> str:
+    """`trusted_json(detail)`; a budget eviction's detail (two integers, and as
+    many distinct ones as budget evictions) written directly, the same text
+    (tests/store/test_canonical.py checks it)."""
+    if len(detail) == 2:
+        needed, remaining = detail.get("needed"), detail.get("remaining")
+        if type(needed) is int and type(remaining) is int:
+            return f'{{"needed":{needed},"remaining":{remaining}}}'
+    return trusted_json(detail)
+
+
+def eviction_entry(head: str, digest: str, tokens: int) -> str:
+    """The text of an eviction in the pack manifest, from its `eviction_head`."""
+    return f'{head}{_text(digest)},"tokens":{_number(tokens)}}}'
+
+
+def manifest_digest(
+    inputs: Inputs, in_digest: str, admitted: list[tuple[str, int]], evicted: list[str]
+) -> str:
+    """The pack digest (`pack_digest`) from the admissions in order and the
+    evictions' entries (`eviction_entry`) in record digest order: the one writer
+    of the manifest's text, for build and verify."""
     arrays = {
         "admitted": "["
         + ",".join([f'{{"record_digest":{_text(d)},"tokens":{_number(t)}}}' for d, t in admitted])
         + "]",
-        "evicted": "[" + ",".join(rows) + "]",
+        "evicted": "[" + ",".join(evicted) + "]",
     }
     top: dict[str, Any] = {**inputs.to_json(), "input_digest": in_digest}
     # The keys are ASCII: Python's string order is RFC 8785's UTF-16 order.

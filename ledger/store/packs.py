@@ -11,7 +11,8 @@ import json
 import re
 from collections import namedtuple
 from collections.abc import Iterable
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import add, is_not, itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Integer, and_, func, select
@@ -272,16 +273,28 @@ _EXTRA_FIELDS = ("retracted_from", "ref_id", "ref_version", "ref_digest")
 VerifyRow = row_type("VerifyRow", [*_DECISION_FIELDS, *_VERSION_FIELDS, *_EXTRA_FIELDS])
 _SHORT = len(_DECISION_FIELDS) + len(_VERSION_FIELDS)
 _ID = VerifyRow._fields.index("chunk_id")  # then source_version
-# Per status: its reason, the getter of the fields its detail is made of (equal
-# fields, equal details) and whether they include the last four.
+# The fields of a short row that decide each reason's detail (equal fields, equal
+# details): the detail's own, or those it is read by (a retraction's date by its
+# retract entry and chunk; the version referred to by its vid).
+_DETAIL_KEYS = {
+    **DETAIL_FIELDS,
+    "retracted": ("remaining", "chunk_id"),
+    "superseded": ("ref_vid",),
+    "duplicate": ("ref_vid",),
+}
+# Per status: its reason, the getter of the fields that decide its detail and
+# whether the detail reads the last four fields.
 VERIFY_DETAIL: dict[int, tuple[str, Any, bool]] = {
     REASON_CODES[reason]: (
         reason,
-        itemgetter(*(VerifyRow._fields.index(f) for f in fields)),
+        itemgetter(*(VerifyRow._fields.index(f) for f in _DETAIL_KEYS[reason])),
         any(f in _EXTRA_FIELDS for f in fields),
     )
     for reason, fields in DETAIL_FIELDS.items()
 }
+
+
+_first = itemgetter(0)
 
 
 class VerifyReader:
@@ -308,6 +321,10 @@ class VerifyReader:
             self.versions[vid] = (digest, estimated, *shared, cid, sv)
             if type(estimated) is not int or type(priority) is not int:
                 self.untyped.add(vid)
+        # The previous pack's eviction entries by decision (kept by verify's check).
+        self.entries: dict[tuple[Any, ...], str] = {}
+        # The previous pack's sorted candidate digests and their JSON text.
+        self.candidates: tuple[list[Any] | None, str] = (None, "")
         t = retractions.c
         self.retracted: dict[tuple[Any, Any], Any] = {
             (seq, cid): day
@@ -320,9 +337,13 @@ class VerifyReader:
         d = decisions.c
         query = select(*(d[name] for name in _DECISION_FIELDS)).where(d.pack_no == pack_no)
         known = self.versions
-        rows = [
-            r + known[r[0]] for r in fetch_tuples(self.conn, query.order_by(d.vid)) if r[0] in known
-        ]
+        found = fetch_tuples(self.conn, query.order_by(d.vid))
+        # Joined in C: a pack holds up to 100,000s of decisions.
+        named = list(map(known.get, map(_first, found)))
+        if None in named:  # a decision naming no version: as an inner join, left out
+            kept = list(map(is_not, named, repeat(None)))
+            found, named = list(compress(found, kept)), list(compress(named, kept))
+        rows = list(map(add, found, named))
         untyped = self.untyped
         if self.sqlite and (
             any(vid in known for vid in self._untyped(pack_no))

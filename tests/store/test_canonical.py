@@ -252,3 +252,81 @@ def test_pack_digest_is_rfc8785_of_its_manifest() -> None:
         [(e.candidate.record_digest, e.reason, e.detail, e.candidate.tokens) for e in ctx.evicted],
     )
     assert pd == hashlib.sha256(rfc8785.dumps(manifest)).hexdigest()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    digests=st.lists(st.text(max_size=8), max_size=6),
+    scope=st.sampled_from(["documents", "transcript"]),
+    retracted=st.dictionaries(
+        st.text(max_size=4),
+        st.lists(st.tuples(st.integers(1, 99), st.just("2026-01-01")), min_size=1, max_size=2),
+        max_size=2,
+    ),
+)
+def test_input_digest_is_rfc8785(digests: list[str], scope: str, retracted: Any) -> None:
+    """`input_digest` writes its object member by member around the candidates'
+    text (verify reuses that text): it must equal RFC 8785 of SPEC's object."""
+    import hashlib
+
+    import rfc8785
+
+    from ledger.store.access import Policy
+    from ledger.store.build import DOCUMENTS, Inputs, input_digest
+
+    inputs = Inputs(
+        as_of="2026-07-01",
+        subject="ünï",
+        grants=("read", "wrïte"),
+        policy=Policy(("approved-source",), 100),
+        budget=100,
+        counter="estimated_tokens",
+        mark=3,
+        scope=scope,
+        retractions={k: tuple(v) for k, v in retracted.items()} if scope == DOCUMENTS else {},
+    )
+    spec: dict[str, Any] = {
+        "as_of": inputs.as_of,
+        "budget": inputs.budget,
+        "candidates": sorted(digests),
+        "counter": inputs.counter,
+        "grants": list(inputs.grants),
+        "policy": inputs.policy.to_json(),
+        "selector_version": inputs.selector_version,
+    }
+    if scope != DOCUMENTS:
+        spec["scope"] = scope
+    if inputs.retractions:
+        spec["retractions"] = [
+            [cid, entry, day]
+            for cid, marks in sorted(inputs.retractions.items())
+            for entry, day in marks
+        ]
+    assert input_digest(inputs, digests) == hashlib.sha256(rfc8785.dumps(spec)).hexdigest()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    detail=st.one_of(
+        st.fixed_dictionaries(
+            {
+                "needed": st.one_of(st.integers(), st.booleans(), st.none(), st.text(max_size=3)),
+                "remaining": st.one_of(st.integers(), st.booleans(), st.none()),
+            }
+        ),
+        st.dictionaries(
+            st.sampled_from(["needed", "remaining", "trust", "from", "entry"]),
+            st.one_of(st.integers(), st.none(), st.text(max_size=3)),
+            max_size=3,
+        ),
+    )
+)
+def test_detail_json_is_trusted_json(detail: dict[str, Any]) -> None:
+    """The pack digest writes a budget detail without the encoder: the same text."""
+    from types import MappingProxyType
+
+    from ledger.core.canonical import trusted_json
+    from ledger.store.build import detail_json
+
+    assert detail_json(detail) == trusted_json(detail)
+    assert detail_json(MappingProxyType(detail)) == trusted_json(detail)
