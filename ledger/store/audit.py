@@ -18,20 +18,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import compress, count
 from operator import attrgetter, itemgetter, not_
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
 
 from ledger.core.canonical import canonical_json, content_digest, trusted_json
 from ledger.core.chain import GENESIS, entry_hash, pack_entry_payload
-from ledger.core.checkpoint import Checkpoint
 from ledger.core.errors import InputError, IntegrityError, LedgerError, NotFoundError
 from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, REASON_NAMES
 from ledger.core.reasons import REASONS as GATE_ORDER
 from ledger.core.records import EXCHANGE_SCOPE, ChunkRecord, flat_record_digest, record_digest
 from ledger.core.select import Candidate, HintPool, recorded_hint
-from ledger.store import tree
 from ledger.store.access import Policy, grant_payload, policy_payload
 from ledger.store.build import (
     DOCUMENTS,
@@ -48,10 +46,8 @@ from ledger.store.build import (
     retractions_at,
 )
 from ledger.store.chain import KINDS, Head, read_head
-from ledger.store.documents import retract_payload
 from ledger.store.engine import fetch_tuples, row_type
 from ledger.store.hints import recorded_eviction
-from ledger.store.ingest import ingest_payload_digest, record_from_row
 from ledger.store.packs import (
     VERIFY_DETAIL,
     VerifyReader,
@@ -74,6 +70,12 @@ from ledger.store.schema import (
     versions,
 )
 from ledger.tokens import ESTIMATED, counter_id
+
+if TYPE_CHECKING:
+    from ledger.core.checkpoint import Checkpoint
+
+# What only verify reads (the Merkle tree, the file and ingest payloads) is
+# imported by verify: why-evicted, diff and replay start without it (issue 21).
 
 _HEX = re.compile(r"[0-9a-f]+")
 
@@ -638,6 +640,10 @@ def _verify(
     tree_checkpoint: Checkpoint | None,
     since: Checkpoint | None,
 ) -> VerifyResult:
+    from ledger.store import tree
+    from ledger.store.documents import retract_payload
+    from ledger.store.ingest import ingest_payload_digest
+
     problems = _Problems()
     after = 0 if since is None else since.size  # entries up to `after` are not read
     chain = conn.execute(select(entries).where(entries.c.seq > after).order_by(entries.c.seq)).all()
@@ -1028,6 +1034,8 @@ def _scope_problem(rec: ChunkRecord, stored: str, legacy: bool | None) -> str | 
 
 
 def _bad_in(result: Any, only: set[int] | None, legacy: bool | None) -> Iterator[str]:
+    from ledger.store.ingest import record_from_row
+
     # Named tuples of the stored columns and the decoded content: a ledger holds
     # up to millions of versions, read here by field.
     stored = row_type("stored", [*result.keys(), "content"])
@@ -1115,6 +1123,7 @@ def _bad_erased(row: Any, name: str, legacy: bool | None) -> str | None:
     written before schema 0010 may have been erased before its scope was stored
     (its metadata digest then has none), and its scope is its URI's."""
     from ledger.core.erasure import metadata_digest
+    from ledger.store.ingest import record_from_row
 
     try:
         rec = record_from_row(row._replace(content=""))
