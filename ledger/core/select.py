@@ -631,26 +631,49 @@ def admission_hint(
     effective_from when that admits the target). A required-chunk failure in a
     re-run counts as not admitted.
     """
-    pool = list(candidates)
+    return _hint(list(candidates), request, target_record_digest, order)[0]
+
+
+# The first step of a hint, and the request with it applied.
+_Step = tuple[dict[str, Any], Request]
+
+
+def _hint(
+    pool: list[Candidate],
+    request: Request,
+    target_record_digest: str,
+    order: Order,
+    start: _Step | None = None,
+) -> tuple[Hint, _Step | None]:
+    """`admission_hint`, and its first step that changed the request (None when
+    the first run ended the hint).
+
+    `start`: the first step, already known (from a pool that decides it exactly):
+    the runs begin after it, as they would after the first run.
+    """
     target = next((c for c in pool if c.record_digest == target_record_digest), None)
     if target is None:
         raise InputError(f"no candidate has record digest {target_record_digest!r}")
     steps: list[dict[str, Any]] = []
     current = request
+    first = start
+    if start is not None:
+        steps.append(dict(start[0]))
+        current = start[1]
     # Each fix removes one cause and the gates are few: one re-run of the
     # selector per gate (a budget fix is simulated, not re-run per candidate).
-    for _round in range(_HINT_ROUNDS):
+    for _round in range(_HINT_ROUNDS - len(steps)):
         context = _run(pool, current, order)
         if context is None:
-            return Hint(target.ref(), tuple(steps), False)
+            return Hint(target.ref(), tuple(steps), False), first
         if any(c.record_digest == target_record_digest for c in context.items):
-            return Hint(target.ref(), tuple(steps), True)
+            return Hint(target.ref(), tuple(steps), True), first
         eviction = next(
             e for e in context.evicted if e.candidate.record_digest == target_record_digest
         )
         step, changed = _fix(eviction, current, context, order, target)
         if step is None:
-            return Hint(target.ref(), tuple(steps), False)
+            return Hint(target.ref(), tuple(steps), False), first
         if steps and steps[-1]["kind"] == "budget" and step["kind"] == "budget":
             # One budget step: the final budget and everything displaced on the way.
             previous = steps.pop()
@@ -658,9 +681,11 @@ def admission_hint(
             step["displaced_by"] = _merge_refs(previous["displaced_by"], step["displaced_by"])
         steps.append(step)
         if changed is None:
-            return Hint(target.ref(), tuple(steps), False)
+            return Hint(target.ref(), tuple(steps), False), first
+        if first is None:
+            first = (dict(step), changed)
         current = changed
-    return Hint(target.ref(), tuple(steps), False)
+    return Hint(target.ref(), tuple(steps), False), first
 
 
 # A hint for a recorded pack, computed on only the candidates it can depend on
@@ -673,10 +698,11 @@ class HintPool:
     """Which of a pack's candidates a hint is computed on.
 
     - "rivals": the target's id's versions and the version the recorded
-      eviction's detail names (`kept`, `by`). For a duplicate, superseded,
-      expired or retracted target they decide it exactly as the whole pack does
-      (gates 1-5 are per candidate, gate 6 per id, gate 7 keeps the same first),
-      as long as no step changes the request.
+      eviction's detail names (`kept`, `by`). They re-make any eviction by gates
+      1-6 exactly as the whole pack does (gates 1-5 are per candidate, gate 6 per
+      id, gate 7 keeps the same first), so a hint's first step is the whole
+      pack's; for a duplicate, superseded, expired or retracted target they
+      decide the whole hint, as long as no step changes the request.
     - "survivors": the admitted and the budget evictions. Gates 1-7 do not depend
       on the budget: for a budget eviction they are all that changes while only
       the budget does.
@@ -709,6 +735,8 @@ class HintPool:
 _RIVALS = HintPool("rivals")
 _SURVIVORS = HintPool("survivors")
 _RIVAL_REASONS = frozenset({"duplicate", "superseded", "expired", "retracted"})
+# Gates 1-4 judge each candidate alone: the rivals re-make such an eviction too.
+_PER_CANDIDATE = frozenset({"permission_denied", "trust_denied", "not_yet_effective"})
 _REQUEST_STEPS = {"grant": "granted", "allow_trust": "allowed_trust", "budget": "budget"}
 
 
@@ -733,13 +761,17 @@ def recorded_hint(
     will do: the whole pack gives the same answer).
     """
     rivals = list(load(_RIVALS))
-    if reason in _RIVAL_REASONS:
-        hint = admission_hint(rivals, request, target_record_digest, order)
+    # The first run on the narrow pool re-makes the recorded eviction exactly, so
+    # its first step is the whole pack's: when the hint must go on to the wide
+    # pool, it goes on from there instead of re-making the pack once more.
+    first = None
+    if reason in _RIVAL_REASONS or reason in _PER_CANDIDATE:
+        hint, first = _hint(rivals, request, target_record_digest, order)
         if not _changes(hint):
             return hint
     elif reason == "budget":
         survivors = _weighed_before(list(load(_SURVIVORS)), target_record_digest, order)
-        hint = admission_hint(survivors, request, target_record_digest, order)
+        hint, first = _hint(survivors, request, target_record_digest, order)
         if _changes(hint) <= {"budget"}:
             return hint
     target = next((c for c in rivals if c.record_digest == target_record_digest), None)
@@ -753,7 +785,7 @@ def recorded_hint(
         first_day=days[0],
         last_day=days[1],
     )
-    return admission_hint(load(reachable), request, target_record_digest, order)
+    return _hint(list(load(reachable)), request, target_record_digest, order, first)[0]
 
 
 def _weighed_before(survivors: list[Candidate], digest: str, order: Order) -> list[Candidate]:

@@ -5,6 +5,7 @@ depends on (the store loads those alone), gives the same answer as
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from types import MappingProxyType
 from typing import Any
 
@@ -20,6 +21,9 @@ from ledger.core.select import (
     recorded_hint,
 )
 from tests.core.test_core_properties import DATES, candidate_sets, requests, run
+
+# The module (the package's `select` attribute is the function of that name).
+core = importlib.import_module("ledger.core.select")
 
 retractions = st.dictionaries(
     st.sampled_from([f"id-{i}" for i in range(12)]),
@@ -135,3 +139,37 @@ def test_budget_hint_weighs_required_chunks_behind_the_target(cand: Any, request
 
     fast = recorded_hint(load, "budget", request, target.record_digest)
     assert fast.to_json() == whole.to_json()
+
+
+def test_wide_pool_goes_on_from_the_first_step(cand: Any, request_for: Any) -> None:
+    """A hint that must move on to the reachable pool starts there after the first
+    step the rivals already decided: it does not re-make the pack on that pool."""
+    old = cand(id="t", source_version="v1", effective_from="2026-01-01", tokens=40)
+    new = cand(id="t", source_version="v2", effective_from="2026-06-01", tokens=40)
+    others = [cand(id=f"o{i}", priority=90, tokens=10) for i in range(5)]
+    pack = [old, new, *others]
+    request = request_for(budget=60)  # v2 and two others at as_of; v1 and 2 others before
+    whole = admission_hint(pack, request, old.record_digest)
+    assert [s["kind"] for s in whole.steps] == ["superseded_by", "budget"] and whole.admits
+
+    def load(pool: HintPool) -> list[Candidate]:
+        if pool.kind == "rivals":
+            return [old, new]
+        return [c for c in pack if c in (old, new) or pool.holds(c)]
+
+    runs: list[int] = []  # the size of each pool `select` ran on
+    real_select = core.select
+
+    def counting(candidates: Any, *args: Any) -> Any:
+        runs.append(len(candidates))
+        return real_select(candidates, *args)
+
+    core.select = counting  # the module's own function, as `_run` calls it
+    try:
+        fast = recorded_hint(load, "superseded", request, old.record_digest)
+    finally:
+        core.select = real_select
+    assert fast.to_json() == whole.to_json()
+    # Two runs on the rivals (re-make, then the new as_of), then the reachable
+    # pool from the new as_of: its budget eviction, then the admitting run.
+    assert runs == [2, 2, len(pack), len(pack)]
