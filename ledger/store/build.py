@@ -11,12 +11,13 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import count, repeat
 from json.encoder import encode_basestring as _json_str  # RFC 8785's string escapes
-from operator import itemgetter
-from typing import Any, TypedDict, Unpack
+from operator import attrgetter, itemgetter
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from sqlalchemy import Connection, Engine, and_, func, insert, select
 
@@ -464,17 +465,29 @@ def pack_digest(
 
     The hot part of build and verify (one entry per candidate): each distinct
     detail object (the selector shares them) is written once, as the head of its
-    evictions' entries (`eviction_head`); `eviction_entry` and `manifest_digest`
+    evictions' entries (`eviction_head`); `eviction_entries` and `manifest_digest`
     write the rest. tests/store/test_canonical.py checks it against RFC 8785.
     """
-    heads: dict[int, tuple[str, str]] = {}
-    entries = []
-    for d, r, det, t in sorted(evicted, key=_first):
-        known = heads.get(id(det))  # `evicted` holds every det: ids stay unique here
-        if known is None or known[0] != r:
-            known = heads[id(det)] = (r, eviction_head(r, det))
-        entries.append(eviction_entry(known[1], d, t))
-    return manifest_digest(inputs, in_digest, admitted, entries)
+    ordered = sorted(evicted, key=_first)
+    digests, reasons, details, tokens = _columns(ordered, 4)
+    heads = per_detail(reasons, details, eviction_head)
+    return manifest_digest(inputs, in_digest, admitted, eviction_entries(heads, digests, tokens))
+
+
+_T = TypeVar("_T")
+
+
+def per_detail(
+    reasons: Sequence[str], details: Sequence[Any], make: Callable[[str, Any], _T]
+) -> list[_T]:
+    """`make(reason, detail)` of each eviction, called once per distinct detail
+    object and reason: the selector shares equal details, so 100,000 evictions
+    hold a few thousand."""
+    # The details stay referenced by `details`: their ids stay unique meanwhile.
+    keys = list(zip(reasons, map(id, details), strict=True))
+    distinct = dict(zip(keys, details, strict=True))
+    made = {key: make(key[0], detail) for key, detail in distinct.items()}
+    return list(map(made.__getitem__, keys))
 
 
 def eviction_head(reason: str, detail: Any) -> str:
@@ -501,6 +514,31 @@ def eviction_entry(head: str, digest: str, tokens: int) -> str:
     return f'{head}{_text(digest)},"tokens":{_number(tokens)}}}'
 
 
+def eviction_entries(heads: list[str], digests: Sequence[Any], tokens: Sequence[Any]) -> list[str]:
+    """`eviction_entry` of many evictions, the same texts (tests/store/test_canonical.py
+    checks it), each step a loop in C when the digests are strings and the tokens
+    integers in RFC 8785's safe range (what the ledger writes)."""
+    texts = map(_json_str, digests) if _all_of(str, digests) else map(_text, digests)
+    safe = _all_of(int, tokens) and (
+        not tokens or (-_MAX_SAFE_INT <= min(tokens) and max(tokens) <= _MAX_SAFE_INT)
+    )
+    numbers = map(str, tokens) if safe else map(_number, tokens)
+    return list(map(_ENTRY.format, heads, texts, numbers))
+
+
+_ENTRY = '{}{},"tokens":{}}}'  # eviction_entry's text from its three parts
+
+
+def _all_of(kind: type, values: Sequence[Any]) -> bool:
+    """Whether every value is of exactly this type (no bool for int)."""
+    return set(map(type, values)) <= {kind}
+
+
+def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
+    """The columns of `width`-field rows (`width` empty lists when there are none)."""
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * width
+
+
 def manifest_digest(
     inputs: Inputs, in_digest: str, admitted: list[tuple[str, int]], evicted: list[str]
 ) -> str:
@@ -523,6 +561,9 @@ def manifest_digest(
 
 
 _first = itemgetter(0)
+# An Eviction's fields (a named tuple) and the Candidate's a pack records.
+_candidate_of, _reason_of, _detail_of = itemgetter(0), itemgetter(1), itemgetter(2)
+_digest_of, _tokens_of = attrgetter("record_digest"), attrgetter("tokens")
 
 
 def _text(value: Any) -> str:
@@ -547,12 +588,22 @@ def _sorted_detail(detail: Any) -> dict[str, Any]:
 
 def context_digests(inputs: Inputs, candidates: list[Candidate], ctx: Context) -> tuple[str, str]:
     """(input digest, pack digest) of a decision made by the core."""
-    ind = input_digest(inputs, (c.record_digest for c in candidates))
+    ind = input_digest(inputs, map(_digest_of, candidates))
+    items, evicted = ctx.items, ctx.evicted
+    losers = list(map(_candidate_of, evicted))
     pd = pack_digest(
         inputs,
         ind,
-        [(c.record_digest, c.tokens) for c in ctx.items],
-        [(e.candidate.record_digest, e.reason, e.detail, e.candidate.tokens) for e in ctx.evicted],
+        list(zip(map(_digest_of, items), map(_tokens_of, items), strict=True)),
+        list(
+            zip(
+                map(_digest_of, losers),
+                map(_reason_of, evicted),
+                map(_detail_of, evicted),
+                map(_tokens_of, losers),
+                strict=True,
+            )
+        ),
     )
     return ind, pd
 
@@ -593,28 +644,54 @@ def record_pack(
             span_id=None if trace is None else trace[1],
         )
     )
+    # One row per candidate, each column a loop in C: admissions in order, then
+    # the evictions, whose status, `remaining` and `ref_vid` come from their detail.
+    vid = vid_of.__getitem__
+    items, evicted = ctx.items, ctx.evicted
+    losers = list(map(_candidate_of, evicted))
+    tails = per_detail(
+        list(map(_reason_of, evicted)),
+        list(map(_detail_of, evicted)),
+        lambda reason, detail: decision_tail(reason, detail, vid_of),
+    )
+    statuses, remaining, refs = _columns(tails, 3)
     rows: list[tuple[Any, ...]] = [
-        (pack_no, vid_of[c.record_digest], 0, c.tokens, i, None, None)
-        for i, c in enumerate(ctx.items)
+        *zip(
+            repeat(pack_no),
+            map(vid, map(_digest_of, items)),
+            repeat(0),
+            map(_tokens_of, items),
+            count(),
+            repeat(None),
+            repeat(None),
+        ),
+        *zip(
+            repeat(pack_no),
+            map(vid, map(_digest_of, losers)),
+            statuses,
+            map(_tokens_of, losers),
+            repeat(None),
+            remaining,
+            refs,
+        ),
     ]
-    for e in ctx.evicted:
-        detail = e.detail
-        ref = detail.get("by") or detail.get("kept")
-        rows.append(
-            (
-                pack_no,
-                vid_of[e.candidate.record_digest],
-                REASON_CODES[e.reason],
-                e.candidate.tokens,
-                None,
-                detail["remaining"] if e.reason == "budget" else detail.get("entry"),
-                vid_of[ref["record_digest"]] if ref else None,
-            )
-        )
     for start in range(0, len(rows), 20_000):
         insert_decisions(conn, rows[start : start + 20_000])
     seal_entry(conn, seq, pack_entry_payload(pack_no, pack_dig, in_digest, inputs.mark, trace))
     return pack_no
+
+
+def decision_tail(
+    reason: str, detail: Mapping[str, Any], vid_of: Mapping[str, int]
+) -> tuple[int, int | None, int | None]:
+    """An eviction's status, `remaining` (a retraction's: its retract entry) and
+    the version its detail names (`by`, `kept`) in its decision row."""
+    ref = detail.get("by") or detail.get("kept")
+    return (
+        REASON_CODES[reason],
+        detail["remaining"] if reason == "budget" else detail.get("entry"),
+        vid_of[ref["record_digest"]] if ref else None,
+    )
 
 
 _DECISION_COLUMNS = ("pack_no", "vid", "status", "tokens", "position", "remaining", "ref_vid")

@@ -330,3 +330,31 @@ def test_detail_json_is_trusted_json(detail: dict[str, Any]) -> None:
 
     assert detail_json(detail) == trusted_json(detail)
     assert detail_json(MappingProxyType(detail)) == trusted_json(detail)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    entries=st.lists(
+        st.tuples(
+            st.sampled_from(['{"detail":{},"reason":"budget","record_digest":', "h"]),
+            st.one_of(st.text(max_size=4), st.integers(), st.none(), st.booleans()),
+            st.one_of(st.integers(), st.booleans(), st.none(), st.text(max_size=3)),
+        ),
+        max_size=6,
+    )
+)
+def test_eviction_entries_are_eviction_entry_texts(entries: list[tuple[str, Any, Any]]) -> None:
+    """The pack digest writes its evictions' entries a column at a time: the same
+    texts as one at a time, whatever a changed database holds (or the same error)."""
+    from ledger.store.build import eviction_entries, eviction_entry
+
+    heads = [h for h, _, _ in entries]
+    digests = [d for _, d, _ in entries]
+    tokens = [t for _, _, t in entries]
+    try:
+        expected = [eviction_entry(h, d, t) for h, d, t in entries]
+    except (TypeError, ValueError) as exc:
+        with pytest.raises(type(exc)):
+            eviction_entries(heads, digests, tokens)
+        return
+    assert eviction_entries(heads, digests, tokens) == expected
