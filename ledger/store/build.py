@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 from itertools import count, repeat
 from json.encoder import encode_basestring as _json_str  # RFC 8785's string escapes
 from operator import attrgetter, itemgetter
-from typing import Any, TypedDict, TypeVar, Unpack
+from typing import Any, NamedTuple, TypedDict, TypeVar, Unpack
 
 from sqlalchemy import Connection, Engine, and_, func, insert, select
 
-from ledger.core.canonical import canonical_json, trusted_json
+from ledger.core.canonical import canonical_json, plain_strings, strings_json, trusted_json
 from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
 from ledger.core.context import Context
 from ledger.core.errors import InputError, IntegrityError, RefusedError
@@ -398,7 +398,7 @@ def decide(inputs: Inputs, candidates: Iterable[Candidate]) -> Context:
 def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
     """SPEC: policy snapshot, grants, as-of, budget, selector version, counter and
     the sorted candidate record digests (and the scope, which picks the order)."""
-    return input_digest_of(inputs, trusted_json(sorted(candidate_digests)))
+    return input_digest_of(inputs, strings_json(sorted(candidate_digests)))
 
 
 def input_digest_of(inputs: Inputs, candidates: str) -> str:
@@ -456,10 +456,7 @@ def pack_manifest(
 
 
 def pack_digest(
-    inputs: Inputs,
-    in_digest: str,
-    admitted: list[tuple[str, int]],
-    evicted: list[tuple[str, str, Any, int]],
+    inputs: Inputs, in_digest: str, admitted: list[tuple[str, int]], evicted: Evictions
 ) -> str:
     """SHA-256 of the canonical JSON of `pack_manifest(...)`, written out directly.
 
@@ -468,10 +465,31 @@ def pack_digest(
     evictions' entries (`eviction_head`); `eviction_entries` and `manifest_digest`
     write the rest. tests/store/test_canonical.py checks it against RFC 8785.
     """
-    ordered = sorted(evicted, key=_first)
-    digests, reasons, details, tokens = _columns(ordered, 4)
-    heads = per_detail(reasons, details, eviction_head)
-    return manifest_digest(inputs, in_digest, admitted, eviction_entries(heads, digests, tokens))
+    heads = per_detail(evicted.reasons, evicted.details, eviction_head)
+    entries = eviction_entries(heads, evicted.digests, evicted.tokens)
+    by_digest = sorted(range(len(entries)), key=evicted.digests.__getitem__)
+    return manifest_digest(inputs, in_digest, admitted, list(map(entries.__getitem__, by_digest)))
+
+
+class Evictions(NamedTuple):
+    """A decision's evictions, a column each in the decision's order: what its
+    pack digest and its decision rows are written from, read once (in C)."""
+
+    digests: list[str]  # record digests
+    tokens: list[int]
+    reasons: list[str]
+    details: list[Any]
+
+    @classmethod
+    def of(cls, ctx: Context) -> Evictions:
+        evicted = ctx.evicted
+        losers = list(map(_candidate_of, evicted))
+        return cls(
+            list(map(_digest_of, losers)),
+            list(map(_tokens_of, losers)),
+            list(map(_reason_of, evicted)),
+            list(map(_detail_of, evicted)),
+        )
 
 
 _T = TypeVar("_T")
@@ -499,13 +517,28 @@ def eviction_head(reason: str, detail: Any) -> str:
 
 
 def detail_json(detail: Any) -> str:
-    """`trusted_json(detail)`; a budget eviction's detail (two integers, and as
-    many distinct ones as budget evictions) written directly, the same text
-    (tests/store/test_canonical.py checks it)."""
+    """`trusted_json(detail)`; the details there are as many of as evictions, written
+    directly, the same text (tests/store/test_canonical.py checks it): a budget
+    eviction's (two integers) and a superseded or duplicate one's (the version
+    it names, three strings)."""
     if len(detail) == 2:
         needed, remaining = detail.get("needed"), detail.get("remaining")
         if type(needed) is int and type(remaining) is int:
             return f'{{"needed":{needed},"remaining":{remaining}}}'
+    elif len(detail) == 1:
+        key = "by" if "by" in detail else "kept"
+        ref = detail.get(key)
+        if isinstance(ref, Mapping) and len(ref) == 3:
+            cid, version, digest = (
+                ref.get("id"),
+                ref.get("source_version"),
+                ref.get("record_digest"),
+            )
+            if type(cid) is str and type(version) is str and type(digest) is str:
+                return (
+                    f'{{"{key}":{{"id":{_json_str(cid)},"record_digest":{_json_str(digest)},'
+                    f'"source_version":{_json_str(version)}}}}}'
+                )
     return trusted_json(detail)
 
 
@@ -514,24 +547,20 @@ def eviction_entry(head: str, digest: str, tokens: int) -> str:
     return f'{head}{_text(digest)},"tokens":{_number(tokens)}}}'
 
 
-def eviction_entries(heads: list[str], digests: Sequence[Any], tokens: Sequence[Any]) -> list[str]:
+def eviction_entries(heads: list[str], digests: list[Any], tokens: list[Any]) -> list[str]:
     """`eviction_entry` of many evictions, the same texts (tests/store/test_canonical.py
-    checks it), each step a loop in C when the digests are strings and the tokens
-    integers in RFC 8785's safe range (what the ledger writes)."""
-    texts = map(_json_str, digests) if _all_of(str, digests) else map(_text, digests)
-    safe = _all_of(int, tokens) and (
-        not tokens or (-_MAX_SAFE_INT <= min(tokens) and max(tokens) <= _MAX_SAFE_INT)
+    checks it), with no call per eviction when the digests are `plain_strings` and
+    the tokens integers in RFC 8785's safe range (what the ledger writes)."""
+    if plain_strings(digests) and _safe_ints(tokens):
+        return [f'{h}"{d}","tokens":{t}}}' for h, d, t in zip(heads, digests, tokens, strict=True)]
+    return list(map(eviction_entry, heads, digests, tokens))
+
+
+def _safe_ints(values: list[Any]) -> bool:
+    """Whether every value is an `int` (not a bool) in RFC 8785's safe range."""
+    return set(map(type, values)) <= {int} and (
+        not values or (-_MAX_SAFE_INT <= min(values) and max(values) <= _MAX_SAFE_INT)
     )
-    numbers = map(str, tokens) if safe else map(_number, tokens)
-    return list(map(_ENTRY.format, heads, texts, numbers))
-
-
-_ENTRY = '{}{},"tokens":{}}}'  # eviction_entry's text from its three parts
-
-
-def _all_of(kind: type, values: Sequence[Any]) -> bool:
-    """Whether every value is of exactly this type (no bool for int)."""
-    return set(map(type, values)) <= {kind}
 
 
 def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
@@ -560,7 +589,6 @@ def manifest_digest(
     return hashlib.sha256(("{" + ",".join(members) + "}").encode("utf-8")).hexdigest()
 
 
-_first = itemgetter(0)
 # An Eviction's fields (a named tuple) and the Candidate's a pack records.
 _candidate_of, _reason_of, _detail_of = itemgetter(0), itemgetter(1), itemgetter(2)
 _digest_of, _tokens_of = attrgetter("record_digest"), attrgetter("tokens")
@@ -586,26 +614,17 @@ def _sorted_detail(detail: Any) -> dict[str, Any]:
     }
 
 
-def context_digests(inputs: Inputs, candidates: list[Candidate], ctx: Context) -> tuple[str, str]:
-    """(input digest, pack digest) of a decision made by the core."""
+def context_digests(
+    inputs: Inputs, candidates: list[Candidate], ctx: Context, evicted: Evictions | None = None
+) -> tuple[str, str]:
+    """(input digest, pack digest) of a decision made by the core (`evicted`: its
+    evictions' columns, when the caller has them)."""
     ind = input_digest(inputs, map(_digest_of, candidates))
-    items, evicted = ctx.items, ctx.evicted
-    losers = list(map(_candidate_of, evicted))
-    pd = pack_digest(
-        inputs,
-        ind,
-        list(zip(map(_digest_of, items), map(_tokens_of, items), strict=True)),
-        list(
-            zip(
-                map(_digest_of, losers),
-                map(_reason_of, evicted),
-                map(_detail_of, evicted),
-                map(_tokens_of, losers),
-                strict=True,
-            )
-        ),
+    items = ctx.items
+    admitted = list(zip(map(_digest_of, items), map(_tokens_of, items), strict=True))
+    return ind, pack_digest(
+        inputs, ind, admitted, Evictions.of(ctx) if evicted is None else evicted
     )
-    return ind, pd
 
 
 # An OpenTelemetry trace id (32 hex) and span id (16 hex, or None) a build ran in.
@@ -621,7 +640,8 @@ def record_pack(
     trace: Trace | None = None,
 ) -> int:
     """Write the pack, its decisions and its entry (inside a write transaction)."""
-    in_digest, pack_dig = context_digests(inputs, candidates, ctx)
+    evicted = Evictions.of(ctx)
+    in_digest, pack_dig = context_digests(inputs, candidates, ctx, evicted)
     seq = reserve_entry(conn, "pack")
     pack_no = (
         int(conn.execute(select(func.coalesce(func.max(packs.c.pack_no), 0))).scalar_one()) + 1
@@ -647,11 +667,10 @@ def record_pack(
     # One row per candidate, each column a loop in C: admissions in order, then
     # the evictions, whose status, `remaining` and `ref_vid` come from their detail.
     vid = vid_of.__getitem__
-    items, evicted = ctx.items, ctx.evicted
-    losers = list(map(_candidate_of, evicted))
+    items = ctx.items
     tails = per_detail(
-        list(map(_reason_of, evicted)),
-        list(map(_detail_of, evicted)),
+        evicted.reasons,
+        evicted.details,
         lambda reason, detail: decision_tail(reason, detail, vid_of),
     )
     statuses, remaining, refs = _columns(tails, 3)
@@ -667,9 +686,9 @@ def record_pack(
         ),
         *zip(
             repeat(pack_no),
-            map(vid, map(_digest_of, losers)),
+            map(vid, evicted.digests),
             statuses,
-            map(_tokens_of, losers),
+            evicted.tokens,
             repeat(None),
             remaining,
             refs,

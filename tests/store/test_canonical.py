@@ -358,3 +358,32 @@ def test_eviction_entries_are_eviction_entry_texts(entries: list[tuple[str, Any,
             eviction_entries(heads, digests, tokens)
         return
     assert eviction_entries(heads, digests, tokens) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.text(max_size=6),
+            st.text(alphabet="0123456789abcdef", min_size=1, max_size=8),
+            st.integers(),
+            st.none(),
+        ),
+        max_size=6,
+    )
+)
+def test_strings_json_is_trusted_json(values: list[Any]) -> None:
+    """The input digest joins plain candidate digests directly: the same text."""
+    from ledger.core.canonical import plain_strings, strings_json, trusted_json
+
+    assert strings_json(values) == trusted_json(values)
+    if plain_strings(values):
+        assert all(type(v) is str and (v == "" or (v.isascii() and v.isalnum())) for v in values)
+
+
+def test_plain_strings_refuses_what_json_escapes() -> None:
+    from ledger.core.canonical import plain_strings
+
+    assert plain_strings(["ab12", "ff"])
+    for bad in (['a"b'], ["a\\b"], ["a\nb"], ["ä"], ["a b"], [1], [None], ["a", 2], []):
+        assert not plain_strings(bad), bad
