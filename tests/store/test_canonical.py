@@ -387,3 +387,35 @@ def test_plain_strings_refuses_what_json_escapes() -> None:
     assert plain_strings(["ab12", "ff"])
     for bad in (['a"b'], ["a\\b"], ["a\nb"], ["ä"], ["a b"], [1], [None], ["a", 2], []):
         assert not plain_strings(bad), bad
+
+
+_REF_VALUE = st.one_of(st.text(max_size=4), st.integers(), st.none())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    key=st.sampled_from(["by", "kept", "other"]),
+    ref=st.one_of(
+        st.fixed_dictionaries(
+            {"id": _REF_VALUE, "source_version": _REF_VALUE, "record_digest": _REF_VALUE}
+        ),
+        st.dictionaries(
+            st.sampled_from(["id", "source_version", "record_digest", "x"]), _REF_VALUE, max_size=4
+        ),
+    ),
+    frozen=st.booleans(),
+)
+def test_detail_json_of_a_reference_is_trusted_json(
+    key: str, ref: dict[str, Any], frozen: bool
+) -> None:
+    """Superseded and duplicate details (the version they name) are written
+    without the encoder: the same text, whatever they hold."""
+    from types import MappingProxyType
+
+    from ledger.core.canonical import trusted_json
+    from ledger.store.build import detail_json
+
+    inner: Any = MappingProxyType(ref) if frozen else ref
+    detail = {key: inner}
+    assert detail_json(detail) == trusted_json(detail)
+    assert detail_json(MappingProxyType(detail)) == trusted_json(detail)
