@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from itertools import count, repeat
 from json.encoder import encode_basestring as _json_str  # RFC 8785's string escapes
 from operator import attrgetter, itemgetter
+from types import MappingProxyType
 from typing import Any, NamedTuple, TypedDict, TypeVar, Unpack
 
 from sqlalchemy import Connection, Engine, and_, func, insert, select
@@ -277,29 +278,32 @@ def load_candidates(
     rows = fetch_tuples(
         conn, query
     )  # plain tuples: one Row object per candidate costs a third more
-    if conn.dialect.name == "sqlite":
+    if conn.dialect.name == "sqlite" and not _typed_candidates(rows):
         # SQLite keeps any type in any column: a number the selector computes
         # with that is not an integer is a changed file, not a selector crash.
-        odd = next(
-            (
-                r
-                for r in rows
-                if type(r[8]) is not int
-                or type(r[9]) is not int
-                or r[10] not in (0, 1)
-                or type(r[10]) is not int
-            ),
-            None,
+        odd = next(r for r in rows if not _typed_candidates([r]))
+        raise IntegrityError(
+            f"chunk {odd[0]}@{odd[1]} (entry {odd[13]}): a stored field has the wrong "
+            "type; the database was altered: run `ledger verify`"
         )
-        if odd is not None:
-            raise IntegrityError(
-                f"chunk {odd[0]}@{odd[1]} (entry {odd[13]}): a stored field has the wrong "
-                "type; the database was altered: run `ledger verify`"
-            )
     if counter != ESTIMATED:
         tokens = count_tokens(conn, [r[14] for r in rows], counter)
         rows = [(*r[:8], tokens[r[14]], *r[9:]) for r in rows]
-    return candidates_of_rows(rows), {r[11]: r[14] for r in rows}
+    digests, vids = map(itemgetter(11), rows), map(itemgetter(14), rows)
+    return candidates_of_rows(rows), dict(zip(digests, vids, strict=True))
+
+
+def _typed_candidates(rows: list[tuple[Any, ...]]) -> bool:
+    """Whether the stored rows' tokens and priorities are integers and their
+    `required` 0 or 1 (a column at a time, in C; `load_candidates` then names
+    the first row that is not)."""
+    required = list(map(itemgetter(10), rows))
+    return (
+        _ints(map(itemgetter(8), rows))
+        and _ints(map(itemgetter(9), rows))
+        and _ints(required)
+        and set(required) <= {0, 1}
+    )
 
 
 def candidates_for(
@@ -465,10 +469,13 @@ def pack_digest(
     evictions' entries (`eviction_head`); `eviction_entries` and `manifest_digest`
     write the rest. tests/store/test_canonical.py checks it against RFC 8785.
     """
-    heads = per_detail(evicted.reasons, evicted.details, eviction_head)
+    heads = evicted.per_detail(eviction_head)
     entries = eviction_entries(heads, evicted.digests, evicted.tokens)
     by_digest = sorted(range(len(entries)), key=evicted.digests.__getitem__)
     return manifest_digest(inputs, in_digest, admitted, list(map(entries.__getitem__, by_digest)))
+
+
+_T = TypeVar("_T")
 
 
 class Evictions(NamedTuple):
@@ -477,35 +484,28 @@ class Evictions(NamedTuple):
 
     digests: list[str]  # record digests
     tokens: list[int]
-    reasons: list[str]
-    details: list[Any]
+    # Each eviction's (reason, id of its detail), and the detail of each such key:
+    # the selector shares equal details, so 100,000 evictions hold a few thousand.
+    keys: list[tuple[str, int]]
+    details: dict[tuple[str, int], Any]
 
     @classmethod
     def of(cls, ctx: Context) -> Evictions:
         evicted = ctx.evicted
         losers = list(map(_candidate_of, evicted))
+        details = list(map(_detail_of, evicted))  # held: their ids stay unique meanwhile
+        keys = list(zip(map(_reason_of, evicted), map(id, details), strict=True))
         return cls(
             list(map(_digest_of, losers)),
             list(map(_tokens_of, losers)),
-            list(map(_reason_of, evicted)),
-            list(map(_detail_of, evicted)),
+            keys,
+            dict(zip(keys, details, strict=True)),
         )
 
-
-_T = TypeVar("_T")
-
-
-def per_detail(
-    reasons: Sequence[str], details: Sequence[Any], make: Callable[[str, Any], _T]
-) -> list[_T]:
-    """`make(reason, detail)` of each eviction, called once per distinct detail
-    object and reason: the selector shares equal details, so 100,000 evictions
-    hold a few thousand."""
-    # The details stay referenced by `details`: their ids stay unique meanwhile.
-    keys = list(zip(reasons, map(id, details), strict=True))
-    distinct = dict(zip(keys, details, strict=True))
-    made = {key: make(key[0], detail) for key, detail in distinct.items()}
-    return list(map(made.__getitem__, keys))
+    def per_detail(self, make: Callable[[str, Any], _T]) -> list[_T]:
+        """`make(reason, detail)` of each eviction, called once per distinct detail."""
+        made = {key: make(key[0], detail) for key, detail in self.details.items()}
+        return list(map(made.__getitem__, self.keys))
 
 
 def eviction_head(reason: str, detail: Any) -> str:
@@ -528,7 +528,7 @@ def detail_json(detail: Any) -> str:
     elif len(detail) == 1:
         key = "by" if "by" in detail else "kept"
         ref = detail.get(key)
-        if isinstance(ref, Mapping) and len(ref) == 3:
+        if type(ref) in _PLAIN_MAPPINGS and len(ref) == 3:
             cid, version, digest = (
                 ref.get("id"),
                 ref.get("source_version"),
@@ -540,6 +540,9 @@ def detail_json(detail: Any) -> str:
                     f'"source_version":{_json_str(version)}}}}}'
                 )
     return trusted_json(detail)
+
+
+_PLAIN_MAPPINGS = (dict, MappingProxyType)  # the ledger's details: no abstract-class check
 
 
 def eviction_entry(head: str, digest: str, tokens: int) -> str:
@@ -556,9 +559,14 @@ def eviction_entries(heads: list[str], digests: list[Any], tokens: list[Any]) ->
     return list(map(eviction_entry, heads, digests, tokens))
 
 
+def _ints(values: Iterable[Any]) -> bool:
+    """Whether every value is an `int` (not a bool)."""
+    return set(map(type, values)) <= {int}
+
+
 def _safe_ints(values: list[Any]) -> bool:
     """Whether every value is an `int` (not a bool) in RFC 8785's safe range."""
-    return set(map(type, values)) <= {int} and (
+    return _ints(values) and (
         not values or (-_MAX_SAFE_INT <= min(values) and max(values) <= _MAX_SAFE_INT)
     )
 
@@ -668,11 +676,7 @@ def record_pack(
     # the evictions, whose status, `remaining` and `ref_vid` come from their detail.
     vid = vid_of.__getitem__
     items = ctx.items
-    tails = per_detail(
-        evicted.reasons,
-        evicted.details,
-        lambda reason, detail: decision_tail(reason, detail, vid_of),
-    )
+    tails = evicted.per_detail(lambda reason, detail: decision_tail(reason, detail, vid_of))
     statuses, remaining, refs = _columns(tails, 3)
     rows: list[tuple[Any, ...]] = [
         *zip(
