@@ -427,10 +427,37 @@ def input_digest_of(inputs: Inputs, candidates: str) -> str:
             for entry, day in marks
         ]
     # `digest_trusted` of the whole object, member by member (its keys are ASCII).
-    members = {k: trusted_json(v) for k, v in data.items()}
+    members: dict[str, str | list[str]] = {k: trusted_json(v) for k, v in data.items()}
     members["candidates"] = candidates
-    text = ",".join(f"{_text(k)}:{members[k]}" for k in sorted(members))
-    return hashlib.sha256(("{" + text + "}").encode("utf-8")).hexdigest()
+    return object_digest(members)
+
+
+def object_digest(members: Mapping[str, str | list[str]]) -> str:
+    """SHA-256 of the JSON object of these members, each given as its JSON text
+    or, for an array, as its elements' texts; the keys are ASCII (Python's order
+    is RFC 8785's). Fed to the hash a piece at a time: a pack's manifest is
+    megabytes, and copying it whole into fresh memory costs more than hashing it."""
+    digest = hashlib.sha256()
+    opening = "{"
+    for key in sorted(members):
+        value = members[key]
+        digest.update(f"{opening}{_text(key)}:".encode())
+        opening = ","
+        if isinstance(value, str):
+            for start in range(0, len(value), _PIECE_CHARS):
+                digest.update(value[start : start + _PIECE_CHARS].encode())
+            continue
+        digest.update(b"[")
+        for start in range(0, len(value), _PIECE_TEXTS):
+            piece = ",".join(value[start : start + _PIECE_TEXTS])
+            digest.update((f",{piece}" if start else piece).encode())
+        digest.update(b"]")
+    digest.update(b"}")
+    return digest.hexdigest()
+
+
+# Pieces of a digest's text (above): small enough to reuse freed memory.
+_PIECE_CHARS, _PIECE_TEXTS = 1 << 15, 256
 
 
 def pack_manifest(
@@ -582,19 +609,13 @@ def manifest_digest(
     """The pack digest (`pack_digest`) from the admissions in order and the
     evictions' entries (`eviction_entry`) in record digest order: the one writer
     of the manifest's text, for build and verify."""
-    arrays = {
-        "admitted": "["
-        + ",".join([f'{{"record_digest":{_text(d)},"tokens":{_number(t)}}}' for d, t in admitted])
-        + "]",
-        "evicted": "[" + ",".join(evicted) + "]",
-    }
     top: dict[str, Any] = {**inputs.to_json(), "input_digest": in_digest}
-    # The keys are ASCII: Python's string order is RFC 8785's UTF-16 order.
-    members = [
-        f"{_text(k)}:{arrays[k] if k in arrays else canonical_json(top[k])}"
-        for k in sorted({*top, *arrays})
+    members: dict[str, str | list[str]] = {k: canonical_json(v) for k, v in top.items()}
+    members["admitted"] = [
+        f'{{"record_digest":{_text(d)},"tokens":{_number(t)}}}' for d, t in admitted
     ]
-    return hashlib.sha256(("{" + ",".join(members) + "}").encode("utf-8")).hexdigest()
+    members["evicted"] = evicted
+    return object_digest(members)
 
 
 # An Eviction's fields (a named tuple) and the Candidate's a pack records.
