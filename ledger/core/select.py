@@ -198,10 +198,11 @@ def candidates_of_rows(rows: Iterable[Sequence[Any]]) -> list[Candidate]:
     """`candidate_of` for many stored rows (`CANDIDATE_ROW` order): a build reads
     100,000s of them. `required` is stored as 0/1 or a boolean.
 
-    Filled a field at a time for all rows (`_ROW_SLOTS`), each pass a loop in C:
-    the generated `__init__` of a frozen dataclass costs one `object.__setattr__`
-    per field and row, most of a build's reading time. The Candidates are the
-    ones `Candidate(...)` makes (a test compares them).
+    Filled a field at a time (`_ROW_SLOTS`), each pass a loop in C, over blocks
+    of rows small enough to stay in the processor's cache: the generated
+    `__init__` of a frozen dataclass costs one `object.__setattr__` per field and
+    row, most of a build's reading time. The Candidates are the ones
+    `Candidate(...)` makes (a test compares them).
 
     >>> row = ("a1", "v1", "policy", "2026-01-01", None, "read", "approved-source",
     ...        "a", 10, 5, 1, "d", "c", 3)
@@ -210,16 +211,19 @@ def candidates_of_rows(rows: Iterable[Sequence[Any]]) -> list[Candidate]:
     """
     rows = rows if isinstance(rows, list) else list(rows)
     made: list[Candidate] = list(map(_new_object, repeat(Candidate, len(rows))))
-    for i, fill in enumerate(_ROW_SLOTS):
-        column: Iterable[Any] = map(itemgetter(i), rows)
-        if i == _REQUIRED_AT:
-            column = map(eq, column, repeat(1))
-        deque(map(fill, made, column), maxlen=0)
-    for fill, default in _DEFAULT_SLOTS:
-        deque(map(fill, made, repeat(default)), maxlen=0)
+    for start in range(0, len(rows), _BLOCK):
+        block, filled = rows[start : start + _BLOCK], made[start : start + _BLOCK]
+        for i, fill in enumerate(_ROW_SLOTS):
+            column: Iterable[Any] = map(itemgetter(i), block)
+            if i == _REQUIRED_AT:
+                column = map(eq, column, repeat(1))
+            deque(map(fill, filled, column), maxlen=0)
+        for fill, default in _DEFAULT_SLOTS:
+            deque(map(fill, filled, repeat(default)), maxlen=0)
     return made
 
 
+_BLOCK = 256  # rows per block: 15 % faster than whole columns (measured at 20,000 and 100,000)
 # Candidate's slot setters (member descriptors: no frozen-dataclass `__setattr__`):
 # those of CANDIDATE_ROW's fields in its order, and the other fields' with their
 # defaults (a field without one must come from the row: an error at import).

@@ -131,6 +131,13 @@ def test_candidates_of_rows_makes_the_candidates_the_constructor_makes() -> None
     expected = [Candidate(*r[:10], r[10] == 1, *r[11:14]) for r in rows]
     assert made == expected
     assert [type(c.required) for c in made] == [bool, bool, bool]
+    # Over several blocks of rows (filled a block at a time), the last one short.
+    many = [
+        (f"id{i}", f"v{i % 3}", "state", "2026-01-01", None, "p", "t", f"k{i}", i, i % 7)
+        + (i % 2, f"{i:064x}", f"{i + 1:064x}", i // 10)
+        for i in range(1000)
+    ]
+    assert candidates_of_rows(many) == [Candidate(*r[:10], r[10] == 1, *r[11:14]) for r in many]
     assert [c.rank for c in made] == [0, 0, 0]  # the field no row holds: its default
     for c, r in zip(made, rows, strict=True):
         assert dataclasses.astuple(c)[: len(CANDIDATE_ROW)] == (*r[:10], r[10] == 1, *r[11:14])
