@@ -518,6 +518,7 @@ class Evictions(NamedTuple):
 
     @classmethod
     def of(cls, ctx: Context) -> Evictions:
+        """The columns of `ctx`'s evictions."""
         evicted = ctx.evicted
         losers = list(map(_candidate_of, evicted))
         details = list(map(_detail_of, evicted))  # held: their ids stay unique meanwhile
@@ -544,10 +545,10 @@ def eviction_head(reason: str, detail: Any) -> str:
 
 
 def detail_json(detail: Any) -> str:
-    """`trusted_json(detail)`; the details there are as many of as evictions, written
-    directly, the same text (tests/store/test_canonical.py checks it): a budget
-    eviction's (two integers) and a superseded or duplicate one's (the version
-    it names, three strings)."""
+    """`trusted_json(detail)`; the details a pack holds thousands of distinct ones
+    of are written directly, the same text (tests/store/test_canonical.py checks
+    it): a budget eviction's (two integers) and a superseded or duplicate one's
+    (the version it names, three strings)."""
     if len(detail) == 2:
         needed, remaining = detail.get("needed"), detail.get("remaining")
         if type(needed) is int and type(remaining) is int:
@@ -769,7 +770,7 @@ def build_pack(
             ctx = decide(inputs, candidates)
             pack_no = record_pack(conn, inputs, candidates, ctx, vid_of, trace)
             # Freed before the collector resumes, which would walk every one of
-            # them once (all are in its youngest generation): a tenth of a build.
+            # them once (all are in its youngest generation): 11-15 ms at 20,000.
             del candidates, vid_of, ctx
         return pack_no
 
