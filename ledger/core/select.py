@@ -26,13 +26,14 @@ candidates take about 3-4 s (see bench/bench_core.py).
 from __future__ import annotations
 
 import gc
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date, timedelta
 from functools import lru_cache
-from itertools import compress, islice
-from operator import attrgetter, eq
+from itertools import compress, islice, repeat
+from operator import attrgetter, eq, itemgetter
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -194,34 +195,45 @@ CANDIDATE_ROW: tuple[str, ...] = (
 
 
 def candidates_of_rows(rows: Iterable[Sequence[Any]]) -> list[Candidate]:
-    """`candidate_of` for many stored rows (`CANDIDATE_ROW` order), in one pass with
-    no call per row but the Candidate's own: a build reads 100,000s of them.
-    `required` is stored as 0/1 or a boolean.
+    """`candidate_of` for many stored rows (`CANDIDATE_ROW` order): a build reads
+    100,000s of them. `required` is stored as 0/1 or a boolean.
+
+    Filled a field at a time (`_ROW_SLOTS`), each pass a loop in C, over blocks
+    of rows small enough to stay in the processor's cache: the generated
+    `__init__` of a frozen dataclass costs one `object.__setattr__` per field and
+    row, most of a build's reading time. The Candidates are the ones
+    `Candidate(...)` makes (a test compares them).
 
     >>> row = ("a1", "v1", "policy", "2026-01-01", None, "read", "approved-source",
     ...        "a", 10, 5, 1, "d", "c", 3)
     >>> [(c.tokens, c.required, c.ingest_rank) for c in candidates_of_rows([row])]
     [(10, True, 3)]
     """
-    return [
-        Candidate(
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
-            r[6],
-            r[7],
-            r[8],
-            r[9],
-            r[10] == 1,
-            r[11],
-            r[12],
-            r[13],
-        )
-        for r in rows
-    ]
+    rows = rows if isinstance(rows, list) else list(rows)
+    made: list[Candidate] = list(map(_new_object, repeat(Candidate, len(rows))))
+    for start in range(0, len(rows), _BLOCK):
+        block, filled = rows[start : start + _BLOCK], made[start : start + _BLOCK]
+        for i, fill in enumerate(_ROW_SLOTS):
+            column: Iterable[Any] = map(itemgetter(i), block)
+            if i == _REQUIRED_AT:
+                column = map(eq, column, repeat(1))
+            deque(map(fill, filled, column), maxlen=0)
+        for fill, default in _DEFAULT_SLOTS:
+            deque(map(fill, filled, repeat(default)), maxlen=0)
+    return made
+
+
+_BLOCK = 256  # rows per block: 15 % faster than whole columns (measured at 20,000 and 100,000)
+# Candidate's slot setters (member descriptors: no frozen-dataclass `__setattr__`):
+# those of CANDIDATE_ROW's fields in its order, and the other fields' with their
+# defaults (a field without one must come from the row: an error at import).
+_new_object = object.__new__
+_SLOT = {f.name: (Candidate.__dict__[f.name].__set__, f.default) for f in fields(Candidate)}
+_ROW_SLOTS = tuple(_SLOT[name][0] for name in CANDIDATE_ROW)
+_REQUIRED_AT = CANDIDATE_ROW.index("required")
+_DEFAULT_SLOTS = tuple(value for name, value in _SLOT.items() if name not in CANDIDATE_ROW)
+if any(default is MISSING for _, default in _DEFAULT_SLOTS):
+    raise RuntimeError("a Candidate field without a default is missing from CANDIDATE_ROW")
 
 
 @lru_cache(maxsize=1 << 16)

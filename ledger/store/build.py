@@ -11,16 +11,18 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import count, repeat
 from json.encoder import encode_basestring as _json_str  # RFC 8785's string escapes
-from operator import itemgetter
-from typing import Any, TypedDict, Unpack
+from operator import attrgetter, itemgetter
+from types import MappingProxyType
+from typing import Any, NamedTuple, TypedDict, TypeVar, Unpack
 
 from sqlalchemy import Connection, Engine, and_, func, insert, select
 
-from ledger.core.canonical import canonical_json, trusted_json
+from ledger.core.canonical import canonical_json, plain_strings, strings_json, trusted_json
 from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
 from ledger.core.context import Context
 from ledger.core.errors import InputError, IntegrityError, RefusedError
@@ -276,29 +278,32 @@ def load_candidates(
     rows = fetch_tuples(
         conn, query
     )  # plain tuples: one Row object per candidate costs a third more
-    if conn.dialect.name == "sqlite":
+    if conn.dialect.name == "sqlite" and not _typed_candidates(rows):
         # SQLite keeps any type in any column: a number the selector computes
         # with that is not an integer is a changed file, not a selector crash.
-        odd = next(
-            (
-                r
-                for r in rows
-                if type(r[8]) is not int
-                or type(r[9]) is not int
-                or r[10] not in (0, 1)
-                or type(r[10]) is not int
-            ),
-            None,
+        odd = next(r for r in rows if not _typed_candidates([r]))
+        raise IntegrityError(
+            f"chunk {odd[0]}@{odd[1]} (entry {odd[13]}): a stored field has the wrong "
+            "type; the database was altered: run `ledger verify`"
         )
-        if odd is not None:
-            raise IntegrityError(
-                f"chunk {odd[0]}@{odd[1]} (entry {odd[13]}): a stored field has the wrong "
-                "type; the database was altered: run `ledger verify`"
-            )
     if counter != ESTIMATED:
         tokens = count_tokens(conn, [r[14] for r in rows], counter)
         rows = [(*r[:8], tokens[r[14]], *r[9:]) for r in rows]
-    return candidates_of_rows(rows), {r[11]: r[14] for r in rows}
+    digests, vids = map(itemgetter(11), rows), map(itemgetter(14), rows)
+    return candidates_of_rows(rows), dict(zip(digests, vids, strict=True))
+
+
+def _typed_candidates(rows: list[tuple[Any, ...]]) -> bool:
+    """Whether the stored rows' tokens and priorities are integers and their
+    `required` 0 or 1 (a column at a time, in C; `load_candidates` then names
+    the first row that is not)."""
+    required = list(map(itemgetter(10), rows))
+    return (
+        _ints(map(itemgetter(8), rows))
+        and _ints(map(itemgetter(9), rows))
+        and _ints(required)
+        and set(required) <= {0, 1}
+    )
 
 
 def candidates_for(
@@ -397,7 +402,7 @@ def decide(inputs: Inputs, candidates: Iterable[Candidate]) -> Context:
 def input_digest(inputs: Inputs, candidate_digests: Iterable[str]) -> str:
     """SPEC: policy snapshot, grants, as-of, budget, selector version, counter and
     the sorted candidate record digests (and the scope, which picks the order)."""
-    return input_digest_of(inputs, trusted_json(sorted(candidate_digests)))
+    return input_digest_of(inputs, strings_json(sorted(candidate_digests)))
 
 
 def input_digest_of(inputs: Inputs, candidates: str) -> str:
@@ -422,10 +427,37 @@ def input_digest_of(inputs: Inputs, candidates: str) -> str:
             for entry, day in marks
         ]
     # `digest_trusted` of the whole object, member by member (its keys are ASCII).
-    members = {k: trusted_json(v) for k, v in data.items()}
+    members: dict[str, str | list[str]] = {k: trusted_json(v) for k, v in data.items()}
     members["candidates"] = candidates
-    text = ",".join(f"{_text(k)}:{members[k]}" for k in sorted(members))
-    return hashlib.sha256(("{" + text + "}").encode("utf-8")).hexdigest()
+    return object_digest(members)
+
+
+def object_digest(members: Mapping[str, str | list[str]]) -> str:
+    """SHA-256 of the JSON object of these members, each given as its JSON text
+    or, for an array, as its elements' texts; the keys are ASCII (Python's order
+    is RFC 8785's). Fed to the hash a piece at a time: a pack's manifest is
+    megabytes, and copying it whole into fresh memory costs more than hashing it."""
+    digest = hashlib.sha256()
+    opening = "{"
+    for key in sorted(members):
+        value = members[key]
+        digest.update(f"{opening}{_text(key)}:".encode())
+        opening = ","
+        if isinstance(value, str):
+            for start in range(0, len(value), _PIECE_CHARS):
+                digest.update(value[start : start + _PIECE_CHARS].encode())
+            continue
+        digest.update(b"[")
+        for start in range(0, len(value), _PIECE_TEXTS):
+            piece = ",".join(value[start : start + _PIECE_TEXTS])
+            digest.update((f",{piece}" if start else piece).encode())
+        digest.update(b"]")
+    digest.update(b"}")
+    return digest.hexdigest()
+
+
+# Pieces of a digest's text (above): small enough to reuse freed memory.
+_PIECE_CHARS, _PIECE_TEXTS = 1 << 15, 256
 
 
 def pack_manifest(
@@ -455,26 +487,53 @@ def pack_manifest(
 
 
 def pack_digest(
-    inputs: Inputs,
-    in_digest: str,
-    admitted: list[tuple[str, int]],
-    evicted: list[tuple[str, str, Any, int]],
+    inputs: Inputs, in_digest: str, admitted: list[tuple[str, int]], evicted: Evictions
 ) -> str:
     """SHA-256 of the canonical JSON of `pack_manifest(...)`, written out directly.
 
     The hot part of build and verify (one entry per candidate): each distinct
     detail object (the selector shares them) is written once, as the head of its
-    evictions' entries (`eviction_head`); `eviction_entry` and `manifest_digest`
+    evictions' entries (`eviction_head`); `eviction_entries` and `manifest_digest`
     write the rest. tests/store/test_canonical.py checks it against RFC 8785.
     """
-    heads: dict[int, tuple[str, str]] = {}
-    entries = []
-    for d, r, det, t in sorted(evicted, key=_first):
-        known = heads.get(id(det))  # `evicted` holds every det: ids stay unique here
-        if known is None or known[0] != r:
-            known = heads[id(det)] = (r, eviction_head(r, det))
-        entries.append(eviction_entry(known[1], d, t))
-    return manifest_digest(inputs, in_digest, admitted, entries)
+    heads = evicted.per_detail(eviction_head)
+    entries = eviction_entries(heads, evicted.digests, evicted.tokens)
+    by_digest = sorted(range(len(entries)), key=evicted.digests.__getitem__)
+    return manifest_digest(inputs, in_digest, admitted, list(map(entries.__getitem__, by_digest)))
+
+
+_T = TypeVar("_T")
+
+
+class Evictions(NamedTuple):
+    """A decision's evictions, a column each in the decision's order: what its
+    pack digest and its decision rows are written from, read once (in C)."""
+
+    digests: list[str]  # record digests
+    tokens: list[int]
+    # Each eviction's (reason, id of its detail), and the detail of each such key:
+    # the selector shares equal details, so 100,000 evictions hold a few thousand.
+    keys: list[tuple[str, int]]
+    details: dict[tuple[str, int], Any]
+
+    @classmethod
+    def of(cls, ctx: Context) -> Evictions:
+        """The columns of `ctx`'s evictions."""
+        evicted = ctx.evicted
+        losers = list(map(_candidate_of, evicted))
+        details = list(map(_detail_of, evicted))  # held: their ids stay unique meanwhile
+        keys = list(zip(map(_reason_of, evicted), map(id, details), strict=True))
+        return cls(
+            list(map(_digest_of, losers)),
+            list(map(_tokens_of, losers)),
+            keys,
+            dict(zip(keys, details, strict=True)),
+        )
+
+    def per_detail(self, make: Callable[[str, Any], _T]) -> list[_T]:
+        """`make(reason, detail)` of each eviction, called once per distinct detail."""
+        made = {key: make(key[0], detail) for key, detail in self.details.items()}
+        return list(map(made.__getitem__, self.keys))
 
 
 def eviction_head(reason: str, detail: Any) -> str:
@@ -486,19 +545,63 @@ def eviction_head(reason: str, detail: Any) -> str:
 
 
 def detail_json(detail: Any) -> str:
-    """`trusted_json(detail)`; a budget eviction's detail (two integers, and as
-    many distinct ones as budget evictions) written directly, the same text
-    (tests/store/test_canonical.py checks it)."""
+    """`trusted_json(detail)`; the details a pack holds thousands of distinct ones
+    of are written directly, the same text (tests/store/test_canonical.py checks
+    it): a budget eviction's (two integers) and a superseded or duplicate one's
+    (the version it names, three strings)."""
     if len(detail) == 2:
         needed, remaining = detail.get("needed"), detail.get("remaining")
         if type(needed) is int and type(remaining) is int:
             return f'{{"needed":{needed},"remaining":{remaining}}}'
+    elif len(detail) == 1:
+        key = "by" if "by" in detail else "kept"
+        ref = detail.get(key)
+        if type(ref) in _PLAIN_MAPPINGS and len(ref) == 3:
+            cid, version, digest = (
+                ref.get("id"),
+                ref.get("source_version"),
+                ref.get("record_digest"),
+            )
+            if type(cid) is str and type(version) is str and type(digest) is str:
+                return (
+                    f'{{"{key}":{{"id":{_json_str(cid)},"record_digest":{_json_str(digest)},'
+                    f'"source_version":{_json_str(version)}}}}}'
+                )
     return trusted_json(detail)
+
+
+_PLAIN_MAPPINGS = (dict, MappingProxyType)  # the ledger's details: no abstract-class check
 
 
 def eviction_entry(head: str, digest: str, tokens: int) -> str:
     """The text of an eviction in the pack manifest, from its `eviction_head`."""
     return f'{head}{_text(digest)},"tokens":{_number(tokens)}}}'
+
+
+def eviction_entries(heads: list[str], digests: list[Any], tokens: list[Any]) -> list[str]:
+    """`eviction_entry` of many evictions, the same texts (tests/store/test_canonical.py
+    checks it), with no call per eviction when the digests are `plain_strings` and
+    the tokens integers in RFC 8785's safe range (what the ledger writes)."""
+    if plain_strings(digests) and _safe_ints(tokens):
+        return [f'{h}"{d}","tokens":{t}}}' for h, d, t in zip(heads, digests, tokens, strict=True)]
+    return list(map(eviction_entry, heads, digests, tokens))
+
+
+def _ints(values: Iterable[Any]) -> bool:
+    """Whether every value is an `int` (not a bool)."""
+    return set(map(type, values)) <= {int}
+
+
+def _safe_ints(values: list[Any]) -> bool:
+    """Whether every value is an `int` (not a bool) in RFC 8785's safe range."""
+    return _ints(values) and (
+        not values or (-_MAX_SAFE_INT <= min(values) and max(values) <= _MAX_SAFE_INT)
+    )
+
+
+def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
+    """The columns of `width`-field rows (`width` empty lists when there are none)."""
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * width
 
 
 def manifest_digest(
@@ -507,22 +610,18 @@ def manifest_digest(
     """The pack digest (`pack_digest`) from the admissions in order and the
     evictions' entries (`eviction_entry`) in record digest order: the one writer
     of the manifest's text, for build and verify."""
-    arrays = {
-        "admitted": "["
-        + ",".join([f'{{"record_digest":{_text(d)},"tokens":{_number(t)}}}' for d, t in admitted])
-        + "]",
-        "evicted": "[" + ",".join(evicted) + "]",
-    }
     top: dict[str, Any] = {**inputs.to_json(), "input_digest": in_digest}
-    # The keys are ASCII: Python's string order is RFC 8785's UTF-16 order.
-    members = [
-        f"{_text(k)}:{arrays[k] if k in arrays else canonical_json(top[k])}"
-        for k in sorted({*top, *arrays})
+    members: dict[str, str | list[str]] = {k: canonical_json(v) for k, v in top.items()}
+    members["admitted"] = [
+        f'{{"record_digest":{_text(d)},"tokens":{_number(t)}}}' for d, t in admitted
     ]
-    return hashlib.sha256(("{" + ",".join(members) + "}").encode("utf-8")).hexdigest()
+    members["evicted"] = evicted
+    return object_digest(members)
 
 
-_first = itemgetter(0)
+# An Eviction's fields (a named tuple) and the Candidate's a pack records.
+_candidate_of, _reason_of, _detail_of = itemgetter(0), itemgetter(1), itemgetter(2)
+_digest_of, _tokens_of = attrgetter("record_digest"), attrgetter("tokens")
 
 
 def _text(value: Any) -> str:
@@ -545,16 +644,17 @@ def _sorted_detail(detail: Any) -> dict[str, Any]:
     }
 
 
-def context_digests(inputs: Inputs, candidates: list[Candidate], ctx: Context) -> tuple[str, str]:
-    """(input digest, pack digest) of a decision made by the core."""
-    ind = input_digest(inputs, (c.record_digest for c in candidates))
-    pd = pack_digest(
-        inputs,
-        ind,
-        [(c.record_digest, c.tokens) for c in ctx.items],
-        [(e.candidate.record_digest, e.reason, e.detail, e.candidate.tokens) for e in ctx.evicted],
+def context_digests(
+    inputs: Inputs, candidates: list[Candidate], ctx: Context, evicted: Evictions | None = None
+) -> tuple[str, str]:
+    """(input digest, pack digest) of a decision made by the core (`evicted`: its
+    evictions' columns, when the caller has them)."""
+    ind = input_digest(inputs, map(_digest_of, candidates))
+    items = ctx.items
+    admitted = list(zip(map(_digest_of, items), map(_tokens_of, items), strict=True))
+    return ind, pack_digest(
+        inputs, ind, admitted, Evictions.of(ctx) if evicted is None else evicted
     )
-    return ind, pd
 
 
 # An OpenTelemetry trace id (32 hex) and span id (16 hex, or None) a build ran in.
@@ -570,7 +670,8 @@ def record_pack(
     trace: Trace | None = None,
 ) -> int:
     """Write the pack, its decisions and its entry (inside a write transaction)."""
-    in_digest, pack_dig = context_digests(inputs, candidates, ctx)
+    evicted = Evictions.of(ctx)
+    in_digest, pack_dig = context_digests(inputs, candidates, ctx, evicted)
     seq = reserve_entry(conn, "pack")
     pack_no = (
         int(conn.execute(select(func.coalesce(func.max(packs.c.pack_no), 0))).scalar_one()) + 1
@@ -593,28 +694,49 @@ def record_pack(
             span_id=None if trace is None else trace[1],
         )
     )
+    # One row per candidate, each column a loop in C: admissions in order, then
+    # the evictions, whose status, `remaining` and `ref_vid` come from their detail.
+    vid = vid_of.__getitem__
+    items = ctx.items
+    tails = evicted.per_detail(lambda reason, detail: decision_tail(reason, detail, vid_of))
+    statuses, remaining, refs = _columns(tails, 3)
     rows: list[tuple[Any, ...]] = [
-        (pack_no, vid_of[c.record_digest], 0, c.tokens, i, None, None)
-        for i, c in enumerate(ctx.items)
+        *zip(
+            repeat(pack_no),
+            map(vid, map(_digest_of, items)),
+            repeat(0),
+            map(_tokens_of, items),
+            count(),
+            repeat(None),
+            repeat(None),
+        ),
+        *zip(
+            repeat(pack_no),
+            map(vid, evicted.digests),
+            statuses,
+            evicted.tokens,
+            repeat(None),
+            remaining,
+            refs,
+        ),
     ]
-    for e in ctx.evicted:
-        detail = e.detail
-        ref = detail.get("by") or detail.get("kept")
-        rows.append(
-            (
-                pack_no,
-                vid_of[e.candidate.record_digest],
-                REASON_CODES[e.reason],
-                e.candidate.tokens,
-                None,
-                detail["remaining"] if e.reason == "budget" else detail.get("entry"),
-                vid_of[ref["record_digest"]] if ref else None,
-            )
-        )
     for start in range(0, len(rows), 20_000):
         insert_decisions(conn, rows[start : start + 20_000])
     seal_entry(conn, seq, pack_entry_payload(pack_no, pack_dig, in_digest, inputs.mark, trace))
     return pack_no
+
+
+def decision_tail(
+    reason: str, detail: Mapping[str, Any], vid_of: Mapping[str, int]
+) -> tuple[int, int | None, int | None]:
+    """An eviction's status, `remaining` (a retraction's: its retract entry) and
+    the version its detail names (`by`, `kept`) in its decision row."""
+    ref = detail.get("by") or detail.get("kept")
+    return (
+        REASON_CODES[reason],
+        detail["remaining"] if reason == "budget" else detail.get("entry"),
+        vid_of[ref["record_digest"]] if ref else None,
+    )
 
 
 _DECISION_COLUMNS = ("pack_no", "vid", "status", "tokens", "position", "remaining", "ref_vid")
@@ -646,7 +768,11 @@ def build_pack(
         with gc_paused():
             candidates, vid_of = candidates_for(conn, inputs)
             ctx = decide(inputs, candidates)
-            return record_pack(conn, inputs, candidates, ctx, vid_of, trace)
+            pack_no = record_pack(conn, inputs, candidates, ctx, vid_of, trace)
+            # Freed before the collector resumes, which would walk every one of
+            # them once (all are in its youngest generation): 11-15 ms at 20,000.
+            del candidates, vid_of, ctx
+        return pack_no
 
 
 def parse_batch_line(raw: bytes, where: str) -> dict[str, Any]:

@@ -114,3 +114,34 @@ def test_empty_and_negative_budget() -> None:
     assert Context.empty(10).headroom() == 10
     with pytest.raises(InputError):
         Context.empty(-1)
+
+
+def test_candidates_of_rows_makes_the_candidates_the_constructor_makes() -> None:
+    from ledger.core.select import CANDIDATE_ROW, candidates_of_rows
+
+    rows = [
+        ("a1", "v1", "policy", "2026-01-01", None, "read", "approved-source", "a", 10, 5, 1)
+        + ("d" * 64, "c" * 64, 3, "ignored"),
+        ("b2", "v9", "state", "2025-12-31", "2027-01-01", "p", "t", "k", 0, 0, 0)
+        + ("e" * 64, "f" * 64, 7),
+        ("c3", "v1", "evidence", "2026-02-02", None, "p", "t", "k", 4, 100, True)
+        + ("g" * 64, "h" * 64, 1),
+    ]
+    made = candidates_of_rows(iter(rows))
+    expected = [Candidate(*r[:10], r[10] == 1, *r[11:14]) for r in rows]
+    assert made == expected
+    assert [type(c.required) for c in made] == [bool, bool, bool]
+    # Over several blocks of rows (filled a block at a time), the last one short.
+    many = [
+        (f"id{i}", f"v{i % 3}", "state", "2026-01-01", None, "p", "t", f"k{i}", i, i % 7)
+        + (i % 2, f"{i:064x}", f"{i + 1:064x}", i // 10)
+        for i in range(1000)
+    ]
+    assert candidates_of_rows(many) == [Candidate(*r[:10], r[10] == 1, *r[11:14]) for r in many]
+    assert [c.rank for c in made] == [0, 0, 0]  # the field no row holds: its default
+    for c, r in zip(made, rows, strict=True):
+        assert dataclasses.astuple(c)[: len(CANDIDATE_ROW)] == (*r[:10], r[10] == 1, *r[11:14])
+        assert hash(c) == hash(Candidate(*r[:10], r[10] == 1, *r[11:14]))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            c.tokens = 1  # type: ignore[misc]
+    assert candidates_of_rows([]) == []

@@ -330,3 +330,92 @@ def test_detail_json_is_trusted_json(detail: dict[str, Any]) -> None:
 
     assert detail_json(detail) == trusted_json(detail)
     assert detail_json(MappingProxyType(detail)) == trusted_json(detail)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    entries=st.lists(
+        st.tuples(
+            st.sampled_from(['{"detail":{},"reason":"budget","record_digest":', "h"]),
+            st.one_of(st.text(max_size=4), st.integers(), st.none(), st.booleans()),
+            st.one_of(st.integers(), st.booleans(), st.none(), st.text(max_size=3)),
+        ),
+        max_size=6,
+    )
+)
+def test_eviction_entries_are_eviction_entry_texts(entries: list[tuple[str, Any, Any]]) -> None:
+    """The pack digest writes its evictions' entries a column at a time: the same
+    texts as one at a time, whatever a changed database holds (or the same error)."""
+    from ledger.store.build import eviction_entries, eviction_entry
+
+    heads = [h for h, _, _ in entries]
+    digests = [d for _, d, _ in entries]
+    tokens = [t for _, _, t in entries]
+    try:
+        expected = [eviction_entry(h, d, t) for h, d, t in entries]
+    except (TypeError, ValueError) as exc:
+        with pytest.raises(type(exc)):
+            eviction_entries(heads, digests, tokens)
+        return
+    assert eviction_entries(heads, digests, tokens) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.text(max_size=6),
+            st.text(alphabet="0123456789abcdef", min_size=1, max_size=8),
+            st.integers(),
+            st.none(),
+        ),
+        max_size=6,
+    )
+)
+def test_strings_json_is_trusted_json(values: list[Any]) -> None:
+    """The input digest joins plain candidate digests directly: the same text."""
+    from ledger.core.canonical import plain_strings, strings_json, trusted_json
+
+    assert strings_json(values) == trusted_json(values)
+    if plain_strings(values):
+        assert all(type(v) is str and (v == "" or (v.isascii() and v.isalnum())) for v in values)
+
+
+def test_plain_strings_refuses_what_json_escapes() -> None:
+    from ledger.core.canonical import plain_strings
+
+    assert plain_strings(["ab12", "ff"])
+    for bad in (['a"b'], ["a\\b"], ["a\nb"], ["ä"], ["a b"], [1], [None], ["a", 2], []):
+        assert not plain_strings(bad), bad
+
+
+_REF_VALUE = st.one_of(st.text(max_size=4), st.integers(), st.none())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    key=st.sampled_from(["by", "kept", "other"]),
+    ref=st.one_of(
+        st.fixed_dictionaries(
+            {"id": _REF_VALUE, "source_version": _REF_VALUE, "record_digest": _REF_VALUE}
+        ),
+        st.dictionaries(
+            st.sampled_from(["id", "source_version", "record_digest", "x"]), _REF_VALUE, max_size=4
+        ),
+    ),
+    frozen=st.booleans(),
+)
+def test_detail_json_of_a_reference_is_trusted_json(
+    key: str, ref: dict[str, Any], frozen: bool
+) -> None:
+    """Superseded and duplicate details (the version they name) are written
+    without the encoder: the same text, whatever they hold."""
+    from types import MappingProxyType
+
+    from ledger.core.canonical import trusted_json
+    from ledger.store.build import detail_json
+
+    inner: Any = MappingProxyType(ref) if frozen else ref
+    detail = {key: inner}
+    assert detail_json(detail) == trusted_json(detail)
+    assert detail_json(MappingProxyType(detail)) == trusted_json(detail)
