@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import compress, count
-from operator import attrgetter, itemgetter, not_
+from operator import add, attrgetter, itemgetter, not_
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
@@ -1147,10 +1147,11 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
     if bad is not None:
         return bad, 0
     try:
-        rows = reader.decisions(head.pack_no)
+        found, pv = reader.decisions(head.pack_no)
     except IntegrityError as exc:
         return str(exc).split(": ", 1)[-1], 0
-    n = len(rows)
+    named = pv.named
+    n = len(found)
     try:
         inputs = inputs_of(head, reader.conn)
     except IntegrityError:
@@ -1164,7 +1165,10 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
         return "its grants or policy snapshot is not in its recorded form", n
     if n != head.candidate_count:
         return f"{n} decision rows, the pack records {head.candidate_count} candidates", n
-    admitted = sorted(compress(rows, map(not_, map(_status_of, rows))), key=_position)
+    statuses = list(map(_status_of, found))
+    admitted = sorted(
+        [found[i] + named[i] for i in compress(count(), map(not_, statuses))], key=_position
+    )
     if [r[_POSITION] for r in admitted] != list(range(len(admitted))):
         return "admitted positions are not 0..n-1", n
     used = sum(r[_TOKENS] for r in admitted)
@@ -1172,47 +1176,50 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
         return f"admitted tokens add up to {used}, the pack records used {head.used}", n
     if used > head.budget:
         return f"used {used} exceeds the budget {head.budget}", n
-    if head.counter == ESTIMATED and list(map(_tokens_of, rows)) != list(map(_estimate_of, rows)):
-        for r in rows:
+    if head.counter == ESTIMATED and list(map(_tokens_of, found)) != list(
+        map(_version_estimate, named)
+    ):
+        for r in map(add, found, named):
             if r[_TOKENS] != r[_ESTIMATED]:
                 return f"{reader.name(r)}: tokens differ from the version's estimate", n
-    # One sort by record digest, the order of the candidates in the input digest
-    # and of the evictions in the pack digest (both then sort in linear time).
-    try:
-        by_digest = sorted(rows, key=_digest_of)
-    except TypeError:  # a digest of another type (SQLite): `sorted` tells
-        by_digest = rows
-    why, evicted = _evictions(reader, by_digest)
+    why, entries = _evictions(reader, found, named, statuses)
     if why is not None:
-        return _evictions(reader, rows)[0] or why, n  # the first problem in vid order
-    candidates = list(map(_digest_of, by_digest))
-    if candidates != reader.candidates[0]:  # else the same as the previous pack's
-        reader.candidates = (candidates, trusted_json(sorted(candidates)))
-    ind = input_digest_of(inputs, reader.candidates[1])
+        return why, n
+    if pv.candidates is None:  # else the same as the previous pack's
+        pv.candidates = trusted_json([named[i][0] for i in pv.order])
+    ind = input_digest_of(inputs, pv.candidates)
     if ind != head.input_digest:
         return "input digest does not match the recorded inputs and candidates", n
+    # The evictions by record digest (an admitted decision has no entry).
+    evicted = list(filter(None, map(entries.__getitem__, pv.order)))
     pd = manifest_digest(inputs, ind, [(r[_DIGEST], r[_TOKENS]) for r in admitted], evicted)
     if pd != head.pack_digest:
         return "pack digest does not match its decisions", n
     return None, n
 
 
-def _evictions(reader: VerifyReader, rows: list[tuple[Any, ...]]) -> tuple[str | None, list[str]]:
-    """The evictions among `rows` as `manifest_digest` takes them, in their order,
-    or the first row whose status is unknown or whose detail cannot be made.
+def _evictions(
+    reader: VerifyReader,
+    found: list[tuple[Any, ...]],
+    named: list[tuple[Any, ...]],
+    statuses: list[Any],
+) -> tuple[str | None, list[str | None]]:
+    """The eviction entry of each decision as `manifest_digest` takes them (None:
+    admitted), or the first decision whose status is unknown or whose detail cannot
+    be made.
 
-    An entry is decided by its decision's fields (`_decided`; its version's are the
-    same in every pack): the previous pack's entries are looked up first (in C),
-    as the same versions are mostly decided alike from pack to pack."""
-    evicting = list(compress(rows, map(_status_of, rows)))  # status 0: admitted
-    decided = list(map(_decided, evicting))
-    entries: list[Any] = list(map(reader.entries.get, decided))
+    An entry is decided by its decision's fields (its version's are the same in
+    every pack): the previous pack's entries are looked up first (in C), as the
+    same versions are mostly decided alike from pack to pack."""
+    entries: list[str | None] = list(map(reader.entries.get, found))
     # Equal fields, one detail written once (as the selector shares equal details).
     heads: dict[int, tuple[str, Any, bool, dict[Any, str]]] = {
         status: (*known, {}) for status, known in VERIFY_DETAIL.items()
     }
     for i in list(compress(count(), map(not_, entries))):  # not in the previous pack
-        r = evicting[i]
+        if not statuses[i]:
+            continue  # admitted
+        r = found[i] + named[i]
         status = r[_STATUS]
         known = heads.get(status)
         if known is None:
@@ -1226,7 +1233,8 @@ def _evictions(reader: VerifyReader, rows: list[tuple[Any, ...]]) -> tuple[str |
                 return f"{reader.name(r)}: {reason} without the version it refers to", []
             text = texts[key] = eviction_head(reason, detail_of(reason, row))
         entries[i] = eviction_entry(text, r[_DIGEST], r[_TOKENS])
-    reader.entries = dict(zip(decided, entries, strict=True))
+    kept: Iterator[Any] = compress(entries, statuses)  # the evictions' entries
+    reader.entries = dict(zip(compress(found, statuses), kept, strict=True))
     return None, entries
 
 
@@ -1238,11 +1246,9 @@ _STATUS, _TOKENS, _POSITION, _DIGEST, _ESTIMATED = (
     VerifyRow._fields.index(f)
     for f in ("status", "tokens", "position", "record_digest", "estimated_tokens")
 )
-_digest_of, _status_of, _tokens_of, _estimate_of = (
-    itemgetter(i) for i in (_DIGEST, _STATUS, _TOKENS, _ESTIMATED)
-)
-# The decision's own fields of a row (then its version's).
-_decided = itemgetter(*range(VerifyRow._fields.index("ref_vid") + 1))
+_status_of, _tokens_of = itemgetter(_STATUS), itemgetter(_TOKENS)
+# A version's estimate among its fields (`PackVersions.named`).
+_version_estimate = itemgetter(_ESTIMATED - VerifyRow._fields.index("record_digest"))
 
 
 def _position(row: tuple[Any, ...]) -> int:

@@ -11,11 +11,12 @@ import json
 import re
 from collections import namedtuple
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import add, is_not, itemgetter
+from operator import is_not, itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, Integer, and_, func, select
+from sqlalchemy import Connection, Integer, func, select
 
 from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
 from ledger.core.numbers import ascii_int, backend_max
@@ -295,6 +296,26 @@ VERIFY_DETAIL: dict[int, tuple[str, Any, bool]] = {
 
 
 _first = itemgetter(0)
+_INT: set[type] = {int}
+_INT_OR_NONE: set[type] = {int, type(None)}
+# A decision's integers as the ledger writes them (SQLite keeps any type in any
+# column; its storage class is the Python type the driver returns): status and
+# tokens, then position and remaining.
+_TYPED = [(itemgetter(i), _INT if i < 3 else _INT_OR_NONE) for i in range(1, 5)]
+
+
+@dataclass(slots=True)
+class PackVersions:
+    """The versions a pack's decisions name (in vid order), as the previous pack's
+    when they are the same: `vids` as read, `kept` (None: all) the decisions whose
+    version exists, `named` their versions' fields, `order` the decisions by
+    record digest, `candidates` the JSON text of the sorted digests."""
+
+    vids: list[Any]
+    kept: list[bool] | None
+    named: list[tuple[Any, ...]]
+    order: list[int]
+    candidates: str | None = None
 
 
 class VerifyReader:
@@ -323,45 +344,47 @@ class VerifyReader:
                 self.untyped.add(vid)
         # The previous pack's eviction entries by decision (kept by verify's check).
         self.entries: dict[tuple[Any, ...], str] = {}
-        # The previous pack's sorted candidate digests and their JSON text.
-        self.candidates: tuple[list[Any] | None, str] = (None, "")
+        # The previous pack's versions: the next pack mostly names the same.
+        self.last = PackVersions([], None, [], [])
         t = retractions.c
         self.retracted: dict[tuple[Any, Any], Any] = {
             (seq, cid): day
             for seq, cid, day in fetch_tuples(conn, select(t.entry_seq, t.chunk_id, t.from_date))
         }
 
-    def decisions(self, pack_no: int) -> list[tuple[Any, ...]]:
-        """A pack's decisions whose version exists (as an inner join), by vid, each
-        with its version's fields; IntegrityError if a field has the wrong type."""
+    def decisions(self, pack_no: int) -> tuple[list[tuple[Any, ...]], PackVersions]:
+        """A pack's decisions whose version exists (as an inner join), by vid, and
+        their versions; IntegrityError if a field has the wrong type. A decision
+        and its version's fields make a row laid out as `VerifyRow`."""
         d = decisions.c
         query = select(*(d[name] for name in _DECISION_FIELDS)).where(d.pack_no == pack_no)
-        known = self.versions
         found = fetch_tuples(self.conn, query.order_by(d.vid))
-        # Joined in C: a pack holds up to 100,000s of decisions.
-        named = list(map(known.get, map(_first, found)))
-        if None in named:  # a decision naming no version: as an inner join, left out
-            kept = list(map(is_not, named, repeat(None)))
-            found, named = list(compress(found, kept)), list(compress(named, kept))
-        rows = list(map(add, found, named))
-        untyped = self.untyped
+        vids = list(map(_first, found))
+        last = self.last
+        if vids != last.vids:
+            # Joined in C: a pack holds up to 100,000s of decisions.
+            named: list[Any] = list(map(self.versions.get, vids))
+            kept = None
+            if None in named:  # a decision naming no version: as an inner join, left out
+                kept = list(map(is_not, named, repeat(None)))
+                named = list(compress(named, kept))
+            digests = list(map(_first, named))
+            try:  # by record digest: the order of the candidates and the evictions
+                order = sorted(range(len(digests)), key=digests.__getitem__)
+            except TypeError:  # a digest of another type (SQLite): the digests tell
+                order = list(range(len(digests)))
+            last = self.last = PackVersions(vids, kept, named, order)
+        if last.kept is not None:
+            found = list(compress(found, last.kept))
         if self.sqlite and (
-            any(vid in known for vid in self._untyped(pack_no))
-            or (untyped and any(r[0] in untyped for r in rows))
+            not all(set(map(type, map(field, found))) <= kinds for field, kinds in _TYPED)
+            or (self.untyped and not self.untyped.isdisjoint(map(_first, found)))
         ):
             raise IntegrityError(
                 f"pack {pack_no}: a decision has a field of the wrong type; "
                 "the database was altered: run `ledger verify`"
             )
-        return rows
-
-    def _untyped(self, pack_no: int) -> list[int]:
-        """The versions of the pack's decisions that hold a value of another type
-        than the integers the ledger writes (SQLite's storage class: its Python type)."""
-        d = decisions.c
-        ints = [func.typeof(d.status) == "integer", func.typeof(d.tokens) == "integer"]
-        ints += [func.typeof(d[n]).in_(("integer", "null")) for n in ("position", "remaining")]
-        return list(self.conn.scalars(select(d.vid).where(d.pack_no == pack_no, ~and_(*ints))))
+        return found, last
 
     def extended(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         """A row with its last four fields: the retraction's date (a retracted
