@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import compress, count
-from operator import add, attrgetter, itemgetter, not_
+from operator import add, attrgetter, eq, itemgetter, not_
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
@@ -46,7 +46,7 @@ from ledger.store.build import (
     retractions_at,
 )
 from ledger.store.chain import KINDS, Head, read_head
-from ledger.store.engine import fetch_tuples, row_type
+from ledger.store.engine import fetch_tuples, row_type, stream_tuples
 from ledger.store.hints import recorded_eviction
 from ledger.store.packs import (
     VERIFY_DETAIL,
@@ -953,6 +953,7 @@ def parse_checkpoint(text: str) -> tuple[int, str]:
     return int(m.group(1)), m.group(2)
 
 
+_INT, _STR = {int}, {str}
 _VERSION_INTS = attrgetter("vid", "estimated_tokens", "priority", "batch_seq")
 _VERSION_TEXTS = attrgetter(
     "chunk_id",
@@ -997,17 +998,17 @@ def _bad_rows(
         erasures.c.metadata_digest.label("erased_meta"),
         erasures.c.entry_seq.label("erased_by"),
     ]
-    result = conn.execute(
+    query = (
         select(*cols, *extra)
         .select_from(versions.outerjoin(erasures, erasures.c.vid == versions.c.vid))
         .where(condition)
         .order_by(versions.c.vid)
-        .execution_options(yield_per=5000)
     )
-    # `verify` stops at the first bad version: the generator is closed then, and
-    # `with` closes the streaming (PostgreSQL: server-side) cursor with it.
-    with result:
-        yield from _bad_in(result, only, legacy)
+    # The driver's tuples, streamed (PostgreSQL: a server-side cursor): every
+    # version of the ledger passes here. `verify` stops at the first bad version:
+    # closing this generator closes the cursor.
+    names = [c.name for c in query.selected_columns]
+    yield from _bad_in(names, stream_tuples(conn, query, 5000), only, legacy)
 
 
 def _legacy_scope(source_uri: str) -> str | None:
@@ -1033,61 +1034,67 @@ def _scope_problem(rec: ChunkRecord, stored: str, legacy: bool | None) -> str | 
     return "fields do not match the record digest"
 
 
-def _bad_in(result: Any, only: set[int] | None, legacy: bool | None) -> Iterator[str]:
+def _bad_in(
+    names: list[str], result: Iterable[tuple[Any, ...]], only: set[int] | None, legacy: bool | None
+) -> Iterator[str]:
     from ledger.store.ingest import record_from_row
 
     # Named tuples of the stored columns and the decoded content: a ledger holds
     # up to millions of versions, read here by field.
-    stored = row_type("stored", [*result.keys(), "content"])
+    stored = row_type("stored", [*names, "content"])
     for values in result:
         row = stored(*values, None)
         if only is not None and row.vid not in only:
             continue
-        name = f"chunk {row.chunk_id}@{row.source_version}"
-        if (
-            {*map(type, _VERSION_INTS(row))} != {int}  # as `_int`: no bool, no float
-            or not all(isinstance(v, str) for v in _VERSION_TEXTS(row))
-            or not (row.expires_on is None or isinstance(row.expires_on, str))
-            or (row.required not in (0, 1) or type(row.required) not in (int, bool))
-        ):
-            yield f"{name}: a stored field has the wrong type"
-            continue
-        if row.raw is None and row.erased_by is not None:
-            why = _bad_erased(row, name, legacy)
-            if why is not None:
-                yield why
-            continue
-        if row.raw is None:
-            yield f"{name}: its body is missing and no erase entry names it"
-            continue
-        if row.erased_by is not None:
-            yield f"{name}: erased by entry {row.erased_by}, yet a body is stored again"
-            continue
-        if row.content_type != "text":
-            yield f"{name}: its content is stored as {row.content_type}, not text"
-            continue
-        raw = row.raw
-        if isinstance(raw, (bytes, memoryview)):
+        why = _bad_version(row, legacy)
+        if why is None:
+            continue  # the common case: named only in a problem
+        if why == _RECORD:  # a body that matches, but fields that do not: the record tells
             try:
-                content = bytes(raw).decode("utf-8")
-            except UnicodeDecodeError:
-                yield f"{name}: its stored content is not valid UTF-8"
+                rec = record_from_row(row._replace(content=_body(row.raw)))
+                why = _scope_problem(rec, row.record_digest, legacy)
+            except Exception as exc:  # a tampered row may not even be a valid record
+                why = f"stored fields are not a valid record ({type(exc).__name__})"
+            if why is None:
                 continue
-        else:
-            content = raw
-        if content_digest(content) != row.content_digest:
-            yield f"{name}: content does not match its content digest"
-            continue
-        if legacy is not True and _flat_digest(row, content) == row.record_digest:
-            continue  # the common case, without a record (`_scope_problem` would agree)
-        try:
-            rec = record_from_row(stored(*values, content))
-            why = _scope_problem(rec, row.record_digest, legacy)
-        except Exception as exc:  # a tampered row may not even be a valid record
-            yield f"{name}: stored fields are not a valid record ({type(exc).__name__})"
-            continue
-        if why is not None:
-            yield f"{name}: {why}"
+        yield f"chunk {row.chunk_id}@{row.source_version}: {why}"
+
+
+_RECORD = "its record digest does not match its fields"  # left to `_scope_problem`
+
+
+def _bad_version(row: Any, legacy: bool | None) -> str | None:
+    """Why a stored version row (its body as stored, `raw`) is not what ingest
+    wrote, or `_RECORD` when its record digest needs its record to tell, or None."""
+    if (
+        {*map(type, _VERSION_INTS(row))} != _INT  # as `_int`: no bool, no float
+        or {*map(type, _VERSION_TEXTS(row))} != _STR  # the driver's own str
+        or not (row.expires_on is None or type(row.expires_on) is str)
+        or (row.required not in (0, 1) or type(row.required) not in (int, bool))
+    ):
+        return "a stored field has the wrong type"
+    if row.raw is None and row.erased_by is not None:
+        return _bad_erased(row, legacy)
+    if row.raw is None:
+        return "its body is missing and no erase entry names it"
+    if row.erased_by is not None:
+        return f"erased by entry {row.erased_by}, yet a body is stored again"
+    if row.content_type != "text":
+        return f"its content is stored as {row.content_type}, not text"
+    try:
+        content = _body(row.raw)
+    except UnicodeDecodeError:
+        return "its stored content is not valid UTF-8"
+    if content_digest(content) != row.content_digest:
+        return "content does not match its content digest"
+    if legacy is not True and _flat_digest(row, content) == row.record_digest:
+        return None  # the common case, without a record (`_scope_problem` would agree)
+    return _RECORD
+
+
+def _body(raw: Any) -> str:
+    """A stored body as text (SQLite's is read as its bytes)."""
+    return bytes(raw).decode("utf-8") if isinstance(raw, (bytes, memoryview)) else str(raw)
 
 
 def _flat_digest(row: Any, content: str) -> str | None:
@@ -1116,7 +1123,7 @@ def _flat_digest(row: Any, content: str) -> str | None:
         return None
 
 
-def _bad_erased(row: Any, name: str, legacy: bool | None) -> str | None:
+def _bad_erased(row: Any, legacy: bool | None) -> str | None:
     """An erased version: its fields against the metadata digest its erasure kept.
 
     The scope as for a stored body (`_scope_problem`): a version of a batch
@@ -1136,8 +1143,8 @@ def _bad_erased(row: Any, name: str, legacy: bool | None) -> str | None:
             if row.erased_meta in {metadata_digest(r.to_json(), row.content_digest) for r in forms}:
                 return None
     except Exception as exc:  # a tampered row may not even be a valid record
-        return f"{name}: stored fields are not a valid record ({type(exc).__name__})"
-    return f"{name}: fields do not match the metadata digest its erasure recorded"
+        return f"stored fields are not a valid record ({type(exc).__name__})"
+    return "fields do not match the metadata digest its erasure recorded"
 
 
 def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
@@ -1209,14 +1216,24 @@ def _evictions(
     be made.
 
     An entry is decided by its decision's fields (its version's are the same in
-    every pack): the previous pack's entries are looked up first (in C), as the
-    same versions are mostly decided alike from pack to pack."""
-    entries: list[str | None] = list(map(reader.entries.get, found))
+    every pack): each decision is compared with the previous pack's of its vid
+    first (in C), as the same versions are mostly decided alike from pack to pack."""
+    vids = list(map(_first, found))
+    last_vids, last_found, last_entries = reader.entries
+    if vids != last_vids:  # the previous pack's decisions and entries at this pack's vids
+        at = dict(zip(last_vids, range(len(last_vids)), strict=True))
+        where = list(map(at.get, vids))
+        last_found = [None if j is None else last_found[j] for j in where]
+        last_entries = [None if j is None else last_entries[j] for j in where]
+    entries: list[str | None] = last_entries.copy()
+    same = list(map(eq, found, last_found))
+    for i in compress(count(), map(not_, statuses)):
+        entries[i] = None  # admitted
     # Equal fields, one detail written once (as the selector shares equal details).
     heads: dict[int, tuple[str, Any, bool, dict[Any, str]]] = {
         status: (*known, {}) for status, known in VERIFY_DETAIL.items()
     }
-    for i in list(compress(count(), map(not_, entries))):  # not in the previous pack
+    for i in compress(count(), map(not_, same)):  # not as in the previous pack
         if not statuses[i]:
             continue  # admitted
         r = found[i] + named[i]
@@ -1233,8 +1250,7 @@ def _evictions(
                 return f"{reader.name(r)}: {reason} without the version it refers to", []
             text = texts[key] = eviction_head(reason, detail_of(reason, row))
         entries[i] = eviction_entry(text, r[_DIGEST], r[_TOKENS])
-    kept: Iterator[Any] = compress(entries, statuses)  # the evictions' entries
-    reader.entries = dict(zip(compress(found, statuses), kept, strict=True))
+    reader.entries = (vids, found, entries)
     return None, entries
 
 
@@ -1246,7 +1262,7 @@ _STATUS, _TOKENS, _POSITION, _DIGEST, _ESTIMATED = (
     VerifyRow._fields.index(f)
     for f in ("status", "tokens", "position", "record_digest", "estimated_tokens")
 )
-_status_of, _tokens_of = itemgetter(_STATUS), itemgetter(_TOKENS)
+_first, _status_of, _tokens_of = itemgetter(0), itemgetter(_STATUS), itemgetter(_TOKENS)
 # A version's estimate among its fields (`PackVersions.named`).
 _version_estimate = itemgetter(_ESTIMATED - VerifyRow._fields.index("record_digest"))
 

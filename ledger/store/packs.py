@@ -342,8 +342,8 @@ class VerifyReader:
             self.versions[vid] = (digest, estimated, *shared, cid, sv)
             if type(estimated) is not int or type(priority) is not int:
                 self.untyped.add(vid)
-        # The previous pack's eviction entries by decision (kept by verify's check).
-        self.entries: dict[tuple[Any, ...], str] = {}
+        # The previous pack's vids, decisions and eviction entries (kept by verify's check).
+        self.entries: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
         # The previous pack's versions: the next pack mostly names the same.
         self.last = PackVersions([], None, [], [])
         t = retractions.c
