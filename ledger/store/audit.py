@@ -1041,9 +1041,9 @@ def _bad_in(
 
     # Named tuples of the stored columns and the decoded content: a ledger holds
     # up to millions of versions, read here by field.
-    stored = row_type("stored", [*names, "content"])
+    make = row_type("stored", [*names, "content"])._make  # in C, as a plain tuple
     for values in result:
-        row = stored(*values, None)
+        row = make((*values, None))
         if only is not None and row.vid not in only:
             continue
         why = _bad_version(row, legacy)
