@@ -410,9 +410,7 @@ class VerifyReader:
     @staticmethod
     def named(row: tuple[Any, ...]) -> Any:
         """A row as a `VerifyRow` (its last four fields read by `extended`)."""
-        return (
-            VerifyRow._make(row) if len(row) > _SHORT else VerifyRow(*row, None, None, None, None)
-        )
+        return VerifyRow._make(row if len(row) > _SHORT else (*row, None, None, None, None))
 
     @staticmethod
     def name(row: tuple[Any, ...]) -> str:
