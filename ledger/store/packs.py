@@ -258,9 +258,11 @@ def _typed_decisions(rows: list[tuple[Any, ...]]) -> bool:
 
 # What verify reads of the packs' decisions. A large ledger holds millions of
 # decisions over a few versions each: the versions are read once (the fields a
-# pack's digests and details are made of), each pack's decision rows alone, and
-# each row is its decision's fields followed by its version's, a plain tuple laid
-# out as `VerifyRow` (the last four only in the rows whose detail reads them).
+# pack's digests and details are made of), each pack's decision rows alone (the
+# driver's tuples, beside their versions'). Where a row is needed (an admission,
+# an eviction entry not in the previous pack) it is its decision's fields followed
+# by its version's, laid out as `VerifyRow` (the last four only in the rows whose
+# detail reads them).
 _DECISION_FIELDS = ("vid", "status", "tokens", "position", "remaining", "ref_vid")
 _VERSION_FIELDS = (
     "record_digest",
