@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import compress, count
-from operator import attrgetter, itemgetter, not_
+from operator import add, attrgetter, eq, itemgetter, not_
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, LargeBinary, and_, cast, func, literal, or_, select
@@ -46,7 +46,7 @@ from ledger.store.build import (
     retractions_at,
 )
 from ledger.store.chain import KINDS, Head, read_head
-from ledger.store.engine import fetch_tuples, row_type
+from ledger.store.engine import fetch_tuples, row_type, stream_tuples
 from ledger.store.hints import recorded_eviction
 from ledger.store.packs import (
     VERIFY_DETAIL,
@@ -953,6 +953,7 @@ def parse_checkpoint(text: str) -> tuple[int, str]:
     return int(m.group(1)), m.group(2)
 
 
+_INT, _STR = {int}, {str}
 _VERSION_INTS = attrgetter("vid", "estimated_tokens", "priority", "batch_seq")
 _VERSION_TEXTS = attrgetter(
     "chunk_id",
@@ -997,17 +998,17 @@ def _bad_rows(
         erasures.c.metadata_digest.label("erased_meta"),
         erasures.c.entry_seq.label("erased_by"),
     ]
-    result = conn.execute(
+    query = (
         select(*cols, *extra)
         .select_from(versions.outerjoin(erasures, erasures.c.vid == versions.c.vid))
         .where(condition)
         .order_by(versions.c.vid)
-        .execution_options(yield_per=5000)
     )
-    # `verify` stops at the first bad version: the generator is closed then, and
-    # `with` closes the streaming (PostgreSQL: server-side) cursor with it.
-    with result:
-        yield from _bad_in(result, only, legacy)
+    # The driver's tuples, streamed (PostgreSQL: a server-side cursor): every
+    # version of the ledger passes here. `verify` stops at the first bad version:
+    # closing this generator closes the cursor.
+    names = [c.name for c in query.selected_columns]
+    yield from _bad_in(names, stream_tuples(conn, query, 5000), only, legacy)
 
 
 def _legacy_scope(source_uri: str) -> str | None:
@@ -1033,61 +1034,67 @@ def _scope_problem(rec: ChunkRecord, stored: str, legacy: bool | None) -> str | 
     return "fields do not match the record digest"
 
 
-def _bad_in(result: Any, only: set[int] | None, legacy: bool | None) -> Iterator[str]:
+def _bad_in(
+    names: list[str], result: Iterable[tuple[Any, ...]], only: set[int] | None, legacy: bool | None
+) -> Iterator[str]:
     from ledger.store.ingest import record_from_row
 
     # Named tuples of the stored columns and the decoded content: a ledger holds
     # up to millions of versions, read here by field.
-    stored = row_type("stored", [*result.keys(), "content"])
+    make = row_type("stored", [*names, "content"])._make  # in C, as a plain tuple
     for values in result:
-        row = stored(*values, None)
+        row = make((*values, None))
         if only is not None and row.vid not in only:
             continue
-        name = f"chunk {row.chunk_id}@{row.source_version}"
-        if (
-            {*map(type, _VERSION_INTS(row))} != {int}  # as `_int`: no bool, no float
-            or not all(isinstance(v, str) for v in _VERSION_TEXTS(row))
-            or not (row.expires_on is None or isinstance(row.expires_on, str))
-            or (row.required not in (0, 1) or type(row.required) not in (int, bool))
-        ):
-            yield f"{name}: a stored field has the wrong type"
-            continue
-        if row.raw is None and row.erased_by is not None:
-            why = _bad_erased(row, name, legacy)
-            if why is not None:
-                yield why
-            continue
-        if row.raw is None:
-            yield f"{name}: its body is missing and no erase entry names it"
-            continue
-        if row.erased_by is not None:
-            yield f"{name}: erased by entry {row.erased_by}, yet a body is stored again"
-            continue
-        if row.content_type != "text":
-            yield f"{name}: its content is stored as {row.content_type}, not text"
-            continue
-        raw = row.raw
-        if isinstance(raw, (bytes, memoryview)):
+        why = _bad_version(row, legacy)
+        if why is None:
+            continue  # the common case: named only in a problem
+        if why == _RECORD:  # a body that matches, but fields that do not: the record tells
             try:
-                content = bytes(raw).decode("utf-8")
-            except UnicodeDecodeError:
-                yield f"{name}: its stored content is not valid UTF-8"
+                rec = record_from_row(row._replace(content=_body(row.raw)))
+                why = _scope_problem(rec, row.record_digest, legacy)
+            except Exception as exc:  # a tampered row may not even be a valid record
+                why = f"stored fields are not a valid record ({type(exc).__name__})"
+            if why is None:
                 continue
-        else:
-            content = raw
-        if content_digest(content) != row.content_digest:
-            yield f"{name}: content does not match its content digest"
-            continue
-        if legacy is not True and _flat_digest(row, content) == row.record_digest:
-            continue  # the common case, without a record (`_scope_problem` would agree)
-        try:
-            rec = record_from_row(stored(*values, content))
-            why = _scope_problem(rec, row.record_digest, legacy)
-        except Exception as exc:  # a tampered row may not even be a valid record
-            yield f"{name}: stored fields are not a valid record ({type(exc).__name__})"
-            continue
-        if why is not None:
-            yield f"{name}: {why}"
+        yield f"chunk {row.chunk_id}@{row.source_version}: {why}"
+
+
+_RECORD = "its record digest does not match its fields"  # left to `_scope_problem`
+
+
+def _bad_version(row: Any, legacy: bool | None) -> str | None:
+    """Why a stored version row (its body as stored, `raw`) is not what ingest
+    wrote, or `_RECORD` when its record digest needs its record to tell, or None."""
+    if (
+        {*map(type, _VERSION_INTS(row))} != _INT  # as `_int`: no bool, no float
+        or {*map(type, _VERSION_TEXTS(row))} != _STR  # the driver's own str
+        or not (row.expires_on is None or type(row.expires_on) is str)
+        or (row.required not in (0, 1) or type(row.required) not in (int, bool))
+    ):
+        return "a stored field has the wrong type"
+    if row.raw is None and row.erased_by is not None:
+        return _bad_erased(row, legacy)
+    if row.raw is None:
+        return "its body is missing and no erase entry names it"
+    if row.erased_by is not None:
+        return f"erased by entry {row.erased_by}, yet a body is stored again"
+    if row.content_type != "text":
+        return f"its content is stored as {row.content_type}, not text"
+    try:
+        content = _body(row.raw)
+    except UnicodeDecodeError:
+        return "its stored content is not valid UTF-8"
+    if content_digest(content) != row.content_digest:
+        return "content does not match its content digest"
+    if legacy is not True and _flat_digest(row, content) == row.record_digest:
+        return None  # the common case, without a record (`_scope_problem` would agree)
+    return _RECORD
+
+
+def _body(raw: Any) -> str:
+    """A stored body as text (SQLite's is read as its bytes)."""
+    return bytes(raw).decode("utf-8") if isinstance(raw, (bytes, memoryview)) else str(raw)
 
 
 def _flat_digest(row: Any, content: str) -> str | None:
@@ -1116,7 +1123,7 @@ def _flat_digest(row: Any, content: str) -> str | None:
         return None
 
 
-def _bad_erased(row: Any, name: str, legacy: bool | None) -> str | None:
+def _bad_erased(row: Any, legacy: bool | None) -> str | None:
     """An erased version: its fields against the metadata digest its erasure kept.
 
     The scope as for a stored body (`_scope_problem`): a version of a batch
@@ -1136,8 +1143,8 @@ def _bad_erased(row: Any, name: str, legacy: bool | None) -> str | None:
             if row.erased_meta in {metadata_digest(r.to_json(), row.content_digest) for r in forms}:
                 return None
     except Exception as exc:  # a tampered row may not even be a valid record
-        return f"{name}: stored fields are not a valid record ({type(exc).__name__})"
-    return f"{name}: fields do not match the metadata digest its erasure recorded"
+        return f"stored fields are not a valid record ({type(exc).__name__})"
+    return "fields do not match the metadata digest its erasure recorded"
 
 
 def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
@@ -1147,10 +1154,11 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
     if bad is not None:
         return bad, 0
     try:
-        rows = reader.decisions(head.pack_no)
+        found, pv = reader.decisions(head.pack_no)
     except IntegrityError as exc:
         return str(exc).split(": ", 1)[-1], 0
-    n = len(rows)
+    named = pv.named
+    n = len(found)
     try:
         inputs = inputs_of(head, reader.conn)
     except IntegrityError:
@@ -1164,7 +1172,10 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
         return "its grants or policy snapshot is not in its recorded form", n
     if n != head.candidate_count:
         return f"{n} decision rows, the pack records {head.candidate_count} candidates", n
-    admitted = sorted(compress(rows, map(not_, map(_status_of, rows))), key=_position)
+    statuses = list(map(_status_of, found))
+    admitted = sorted(
+        [found[i] + named[i] for i in compress(count(), map(not_, statuses))], key=_position
+    )
     if [r[_POSITION] for r in admitted] != list(range(len(admitted))):
         return "admitted positions are not 0..n-1", n
     used = sum(r[_TOKENS] for r in admitted)
@@ -1172,47 +1183,60 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
         return f"admitted tokens add up to {used}, the pack records used {head.used}", n
     if used > head.budget:
         return f"used {used} exceeds the budget {head.budget}", n
-    if head.counter == ESTIMATED and list(map(_tokens_of, rows)) != list(map(_estimate_of, rows)):
-        for r in rows:
+    if head.counter == ESTIMATED and list(map(_tokens_of, found)) != list(
+        map(_version_estimate, named)
+    ):
+        for r in map(add, found, named):
             if r[_TOKENS] != r[_ESTIMATED]:
                 return f"{reader.name(r)}: tokens differ from the version's estimate", n
-    # One sort by record digest, the order of the candidates in the input digest
-    # and of the evictions in the pack digest (both then sort in linear time).
-    try:
-        by_digest = sorted(rows, key=_digest_of)
-    except TypeError:  # a digest of another type (SQLite): `sorted` tells
-        by_digest = rows
-    why, evicted = _evictions(reader, by_digest)
+    why, entries = _evictions(reader, found, named, statuses)
     if why is not None:
-        return _evictions(reader, rows)[0] or why, n  # the first problem in vid order
-    candidates = list(map(_digest_of, by_digest))
-    if candidates != reader.candidates[0]:  # else the same as the previous pack's
-        reader.candidates = (candidates, trusted_json(sorted(candidates)))
-    ind = input_digest_of(inputs, reader.candidates[1])
+        return why, n
+    if pv.candidates is None:  # else the same as the previous pack's
+        pv.candidates = trusted_json([named[i][0] for i in pv.order])
+    ind = input_digest_of(inputs, pv.candidates)
     if ind != head.input_digest:
         return "input digest does not match the recorded inputs and candidates", n
+    # The evictions by record digest (an admitted decision has no entry).
+    evicted = list(filter(None, map(entries.__getitem__, pv.order)))
     pd = manifest_digest(inputs, ind, [(r[_DIGEST], r[_TOKENS]) for r in admitted], evicted)
     if pd != head.pack_digest:
         return "pack digest does not match its decisions", n
     return None, n
 
 
-def _evictions(reader: VerifyReader, rows: list[tuple[Any, ...]]) -> tuple[str | None, list[str]]:
-    """The evictions among `rows` as `manifest_digest` takes them, in their order,
-    or the first row whose status is unknown or whose detail cannot be made.
+def _evictions(
+    reader: VerifyReader,
+    found: list[tuple[Any, ...]],
+    named: list[tuple[Any, ...]],
+    statuses: list[Any],
+) -> tuple[str | None, list[str | None]]:
+    """The eviction entry of each decision as `manifest_digest` takes them (None:
+    admitted), or the first decision whose status is unknown or whose detail cannot
+    be made.
 
-    An entry is decided by its decision's fields (`_decided`; its version's are the
-    same in every pack): the previous pack's entries are looked up first (in C),
-    as the same versions are mostly decided alike from pack to pack."""
-    evicting = list(compress(rows, map(_status_of, rows)))  # status 0: admitted
-    decided = list(map(_decided, evicting))
-    entries: list[Any] = list(map(reader.entries.get, decided))
+    An entry is decided by its decision's fields (its version's are the same in
+    every pack): each decision is compared with the previous pack's of its vid
+    first (in C), as the same versions are mostly decided alike from pack to pack."""
+    vids = list(map(_first, found))
+    last_vids, last_found, last_entries = reader.entries
+    if vids != last_vids:  # the previous pack's decisions and entries at this pack's vids
+        at = dict(zip(last_vids, range(len(last_vids)), strict=True))
+        where = list(map(at.get, vids))
+        last_found = [None if j is None else last_found[j] for j in where]
+        last_entries = [None if j is None else last_entries[j] for j in where]
+    entries: list[str | None] = last_entries.copy()
+    same = list(map(eq, found, last_found))
+    for i in compress(count(), map(not_, statuses)):
+        entries[i] = None  # admitted
     # Equal fields, one detail written once (as the selector shares equal details).
     heads: dict[int, tuple[str, Any, bool, dict[Any, str]]] = {
         status: (*known, {}) for status, known in VERIFY_DETAIL.items()
     }
-    for i in list(compress(count(), map(not_, entries))):  # not in the previous pack
-        r = evicting[i]
+    for i in compress(count(), map(not_, same)):  # not as in the previous pack
+        if not statuses[i]:
+            continue  # admitted
+        r = found[i] + named[i]
         status = r[_STATUS]
         known = heads.get(status)
         if known is None:
@@ -1226,7 +1250,7 @@ def _evictions(reader: VerifyReader, rows: list[tuple[Any, ...]]) -> tuple[str |
                 return f"{reader.name(r)}: {reason} without the version it refers to", []
             text = texts[key] = eviction_head(reason, detail_of(reason, row))
         entries[i] = eviction_entry(text, r[_DIGEST], r[_TOKENS])
-    reader.entries = dict(zip(decided, entries, strict=True))
+    reader.entries = (vids, found, entries)
     return None, entries
 
 
@@ -1238,11 +1262,9 @@ _STATUS, _TOKENS, _POSITION, _DIGEST, _ESTIMATED = (
     VerifyRow._fields.index(f)
     for f in ("status", "tokens", "position", "record_digest", "estimated_tokens")
 )
-_digest_of, _status_of, _tokens_of, _estimate_of = (
-    itemgetter(i) for i in (_DIGEST, _STATUS, _TOKENS, _ESTIMATED)
-)
-# The decision's own fields of a row (then its version's).
-_decided = itemgetter(*range(VerifyRow._fields.index("ref_vid") + 1))
+_first, _status_of, _tokens_of = itemgetter(0), itemgetter(_STATUS), itemgetter(_TOKENS)
+# A version's estimate among its fields (`PackVersions.named`).
+_version_estimate = itemgetter(_ESTIMATED - VerifyRow._fields.index("record_digest"))
 
 
 def _position(row: tuple[Any, ...]) -> int:

@@ -11,11 +11,12 @@ import json
 import re
 from collections import namedtuple
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import add, is_not, itemgetter
+from operator import is_not, itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, Integer, and_, func, select
+from sqlalchemy import Connection, Integer, func, select
 
 from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
 from ledger.core.numbers import ascii_int, backend_max
@@ -257,9 +258,11 @@ def _typed_decisions(rows: list[tuple[Any, ...]]) -> bool:
 
 # What verify reads of the packs' decisions. A large ledger holds millions of
 # decisions over a few versions each: the versions are read once (the fields a
-# pack's digests and details are made of), each pack's decision rows alone, and
-# each row is its decision's fields followed by its version's, a plain tuple laid
-# out as `VerifyRow` (the last four only in the rows whose detail reads them).
+# pack's digests and details are made of), each pack's decision rows alone (the
+# driver's tuples, beside their versions'). Where a row is needed (an admission,
+# an eviction entry not in the previous pack) it is its decision's fields followed
+# by its version's, laid out as `VerifyRow` (the last four only in the rows whose
+# detail reads them).
 _DECISION_FIELDS = ("vid", "status", "tokens", "position", "remaining", "ref_vid")
 _VERSION_FIELDS = (
     "record_digest",
@@ -295,6 +298,26 @@ VERIFY_DETAIL: dict[int, tuple[str, Any, bool]] = {
 
 
 _first = itemgetter(0)
+_INT: set[type] = {int}
+_INT_OR_NONE: set[type] = {int, type(None)}
+# A decision's integers as the ledger writes them (SQLite keeps any type in any
+# column; its storage class is the Python type the driver returns): status and
+# tokens, then position and remaining.
+_TYPED = [(itemgetter(i), _INT if i < 3 else _INT_OR_NONE) for i in range(1, 5)]
+
+
+@dataclass(slots=True)
+class PackVersions:
+    """The versions a pack's decisions name (in vid order), as the previous pack's
+    when they are the same: `vids` as read, `kept` (None: all) the decisions whose
+    version exists, `named` their versions' fields, `order` the decisions by
+    record digest, `candidates` the JSON text of the sorted digests."""
+
+    vids: list[Any]
+    kept: list[bool] | None
+    named: list[tuple[Any, ...]]
+    order: list[int]
+    candidates: str | None = None
 
 
 class VerifyReader:
@@ -321,47 +344,49 @@ class VerifyReader:
             self.versions[vid] = (digest, estimated, *shared, cid, sv)
             if type(estimated) is not int or type(priority) is not int:
                 self.untyped.add(vid)
-        # The previous pack's eviction entries by decision (kept by verify's check).
-        self.entries: dict[tuple[Any, ...], str] = {}
-        # The previous pack's sorted candidate digests and their JSON text.
-        self.candidates: tuple[list[Any] | None, str] = (None, "")
+        # The previous pack's vids, decisions and eviction entries (kept by verify's check).
+        self.entries: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
+        # The previous pack's versions: the next pack mostly names the same.
+        self.last = PackVersions([], None, [], [])
         t = retractions.c
         self.retracted: dict[tuple[Any, Any], Any] = {
             (seq, cid): day
             for seq, cid, day in fetch_tuples(conn, select(t.entry_seq, t.chunk_id, t.from_date))
         }
 
-    def decisions(self, pack_no: int) -> list[tuple[Any, ...]]:
-        """A pack's decisions whose version exists (as an inner join), by vid, each
-        with its version's fields; IntegrityError if a field has the wrong type."""
+    def decisions(self, pack_no: int) -> tuple[list[tuple[Any, ...]], PackVersions]:
+        """A pack's decisions whose version exists (as an inner join), by vid, and
+        their versions; IntegrityError if a field has the wrong type. A decision
+        and its version's fields make a row laid out as `VerifyRow`."""
         d = decisions.c
         query = select(*(d[name] for name in _DECISION_FIELDS)).where(d.pack_no == pack_no)
-        known = self.versions
         found = fetch_tuples(self.conn, query.order_by(d.vid))
-        # Joined in C: a pack holds up to 100,000s of decisions.
-        named = list(map(known.get, map(_first, found)))
-        if None in named:  # a decision naming no version: as an inner join, left out
-            kept = list(map(is_not, named, repeat(None)))
-            found, named = list(compress(found, kept)), list(compress(named, kept))
-        rows = list(map(add, found, named))
-        untyped = self.untyped
+        vids = list(map(_first, found))
+        last = self.last
+        if vids != last.vids:
+            # Joined in C: a pack holds up to 100,000s of decisions.
+            named: list[Any] = list(map(self.versions.get, vids))
+            kept = None
+            if None in named:  # a decision naming no version: as an inner join, left out
+                kept = list(map(is_not, named, repeat(None)))
+                named = list(compress(named, kept))
+            digests = list(map(_first, named))
+            try:  # by record digest: the order of the candidates and the evictions
+                order = sorted(range(len(digests)), key=digests.__getitem__)
+            except TypeError:  # a digest of another type (SQLite): the digests tell
+                order = list(range(len(digests)))
+            last = self.last = PackVersions(vids, kept, named, order)
+        if last.kept is not None:
+            found = list(compress(found, last.kept))
         if self.sqlite and (
-            any(vid in known for vid in self._untyped(pack_no))
-            or (untyped and any(r[0] in untyped for r in rows))
+            not all(set(map(type, map(field, found))) <= kinds for field, kinds in _TYPED)
+            or (self.untyped and not self.untyped.isdisjoint(map(_first, found)))
         ):
             raise IntegrityError(
                 f"pack {pack_no}: a decision has a field of the wrong type; "
                 "the database was altered: run `ledger verify`"
             )
-        return rows
-
-    def _untyped(self, pack_no: int) -> list[int]:
-        """The versions of the pack's decisions that hold a value of another type
-        than the integers the ledger writes (SQLite's storage class: its Python type)."""
-        d = decisions.c
-        ints = [func.typeof(d.status) == "integer", func.typeof(d.tokens) == "integer"]
-        ints += [func.typeof(d[n]).in_(("integer", "null")) for n in ("position", "remaining")]
-        return list(self.conn.scalars(select(d.vid).where(d.pack_no == pack_no, ~and_(*ints))))
+        return found, last
 
     def extended(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         """A row with its last four fields: the retraction's date (a retracted
@@ -387,9 +412,7 @@ class VerifyReader:
     @staticmethod
     def named(row: tuple[Any, ...]) -> Any:
         """A row as a `VerifyRow` (its last four fields read by `extended`)."""
-        return (
-            VerifyRow._make(row) if len(row) > _SHORT else VerifyRow(*row, None, None, None, None)
-        )
+        return VerifyRow._make(row if len(row) > _SHORT else (*row, None, None, None, None))
 
     @staticmethod
     def name(row: tuple[Any, ...]) -> str:
