@@ -25,7 +25,7 @@ from ledger.core.errors import InputError, SchemaError
 
 # The newest migration; `ledger init` upgrades to it and every other command
 # checks for it (a test keeps it equal to Alembic's head).
-SCHEMA_REVISION = "0010"
+SCHEMA_REVISION = "0011"
 BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x1ED6E7  # advisory lock that serializes chain appends
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from sqlalchemy import inspect
 
 from ledger.api import ingest_files
-from ledger.core.query import index_terms
+from ledger.core.query import index_terms, index_words
 from ledger.store.engine import make_engine, read_transaction, write_transaction
 from ledger.store.fulltext import TABLE, tsvector_input, unindex
 from ledger.store.migrate import downgrade_to, upgrade_to_head
@@ -55,13 +56,13 @@ def test_unindex_forgets_a_body(db_url: str, tmp_path: Path) -> None:
 
 
 def test_tsvector_input_is_the_parse_known_beforehand_or_none() -> None:
-    assert tsvector_input("cors use cors") == "cors:1 use:2 cors:3"
-    assert tsvector_input("x1e5a 1e5 e5 0x1f 007") == "x1e5a:1 1e5:2 e5:3 0x1f:4 007:5"
-    assert tsvector_input(" ".join(["a"] * 255)) is not None
+    assert tsvector_input("cors use cors".split()) == "cors:1,3 use:2"
+    assert tsvector_input("x1e5a 1e5 e5 0x1f 007".split()) == "x1e5a:1 1e5:2 e5:3 0x1f:4 007:5"
+    assert tsvector_input(["a"] * 255) is not None
     # The server's parser decides: scientific notation runs into a word, a word
     # more than 255 times, upper case (from folding), non-ASCII, no letter.
     for terms in ["1e5abc x", "x 2e10z", " ".join(["a"] * 256), "H", "caf\u00e9", "2026", ""]:
-        assert tsvector_input(terms) is None, terms
+        assert tsvector_input(terms.split()) is None, terms
 
 
 def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Path) -> None:
@@ -83,7 +84,8 @@ def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Pa
         assert ids(engine, "x1e5a") == ["numbers"]
         assert ids(engine, "42") == ["digits"]
         terms = [index_terms(None, body) for body in bodies.values()]
-        assert {tsvector_input(t) is None for t in terms} == {True, False}  # both ways taken
+        # Both ways taken:
+        assert {tsvector_input(t.split()) is None for t in terms} == {True, False}
         if engine.dialect.name == "postgresql":
             with read_transaction(engine) as conn:
                 differ = conn.exec_driver_sql(
@@ -93,5 +95,48 @@ def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Pa
                     (list(bodies), terms),
                 ).all()
                 assert differ == []
+    finally:
+        engine.dispose()
+
+
+def test_repeated_words_are_written_once_with_their_positions(db_url: str, tmp_path: Path) -> None:
+    """The literal path (each word once, all its positions) on bodies that repeat
+    words, up to the 255 positions it may write: the index holds what the
+    server's parser would, and phrases still match by position."""
+    rnd = random.Random(21)
+    common = ["the", "cat", "sat", "a", "walrus"]  # no "mat", "on" or "end"
+    bodies = {
+        "phrase": "The cat sat; the mat sat on the cat.",
+        "most": "walrus " * 255 + "end",
+        **{f"mixed-{i}": " ".join(rnd.choices(common, k=200)) for i in range(5)},
+    }
+    assert all(tsvector_input(index_words(None, body)) is not None for body in bodies.values())
+    engine = make_engine(db_url)
+    try:
+        path = write_jsonl(tmp_path / "a.jsonl", [
+            chunk(id=k, dedupe_key=k, content=v) for k, v in bodies.items()
+        ])  # fmt: skip
+        ingest_files(engine, [str(path)])
+        assert ids(engine, '"mat sat on"') == ["phrase"]
+        assert ids(engine, '"walrus end"') == ["most"]
+        assert ids(engine, '"end walrus"') == []
+        if engine.dialect.name == "postgresql":
+            with read_transaction(engine) as conn:
+                differ = conn.exec_driver_sql(
+                    f"SELECT v.chunk_id FROM chunk_versions v JOIN {TABLE} s ON s.vid = v.vid "
+                    "WHERE s.terms::text <> to_tsvector('simple', lower(v.content))::text"
+                ).all()
+                assert differ == []
+    finally:
+        engine.dispose()
+
+
+def test_the_index_has_no_foreign_key_to_the_versions(db_url: str) -> None:
+    """Revision 0011: an index row costs no lookup of its version on ingest."""
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            assert inspect(conn).has_table(TABLE)
+            assert inspect(conn).get_foreign_keys(TABLE) == []
     finally:
         engine.dispose()
