@@ -16,12 +16,14 @@ erasing a body also removes its index row (`unindex`).
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
+from itertools import islice
 from typing import Any
 
-from sqlalchemy import Connection, CursorResult, table, text
+from sqlalchemy import Connection, CursorResult, text
 
 from ledger.core.context import UNRANKED, Candidate
 from ledger.core.errors import InputError
@@ -38,11 +40,10 @@ from ledger.core.query import (
     parse_query,
     round_score,
 )
-from ledger.store.engine import insert_tuples, stream_tuples
+from ledger.store.engine import copy_binary, stream_tuples
 from ledger.store.schema import versions
 
 TABLE = "search_index"
-_TABLE_CLAUSE = table(TABLE)  # PostgreSQL: search_index(vid, terms), for insert_tuples
 INDEX_SLICE = 2000
 DEFAULT_TOP = 20  # SPEC: `--top K` defaults to 20
 
@@ -76,7 +77,7 @@ def drop_index(conn: Connection) -> None:
 def _insert_sql(conn: Connection) -> str:
     if conn.dialect.name == "sqlite":
         return f"INSERT INTO {TABLE} (rowid, terms) VALUES (?, ?)"
-    # The terms only the server's parser can index (see `tsvector_input`): one
+    # The terms only the server's parser can index (see `tsvector_binary`): one
     # statement per slice, its rows as two arrays (a row per statement would
     # cost more than the words themselves, a round trip of the protocol each).
     return (
@@ -96,41 +97,53 @@ def _insert_sql(conn: Connection) -> str:
 # may split or lower differently) still go through `to_tsvector`: either way
 # the index holds the same tsvector, so search and ranking do not change.
 #
-# Each word is written once with all its positions (`cors:1,3 use:2`, not
-# `cors:1 use:2 cors:3`): the server reads that form in about half the time
-# (it no longer sorts and merges a repeated word's entries), and grouping the
-# words in a dict costs less here than the longer literal did.
+# The known tsvectors go to the server in COPY's binary form (each word once,
+# with all its positions): reading the text form (`cors:1,3 use:2`) cost the
+# server as much again as the rest of the index row, and the binary one costs
+# no more to make here.
 _NUMBER_WORD = re.compile(r"[0-9]+e[0-9]+[a-z]")
 _NUMBER_LATER = re.compile(r" [0-9]+e[0-9]+[a-z]")
 _MAX_POSITIONS = 255
+_ROW = struct.Struct(">hiii")  # a COPY row: 2 fields; vid (4 bytes); the tsvector's length
+_COPY_ROWS = 100  # rows per write (about 30 kB of the driver's, a round of its loop each)
 
 
 @cache
-def _positions() -> list[str]:
-    """ "1" to "16383", made on the first index step (not by every import)."""
-    return [str(i) for i in range(1, MAX_WORDS + 1)]
+def _uint16() -> list[bytes]:
+    """0 to 16383 as 2 big-endian bytes (a position, weight D, or a count), made
+    on the first index step (not by every import)."""
+    return [i.to_bytes(2, "big") for i in range(MAX_WORDS + 1)]
 
 
-def tsvector_input(words: list[str]) -> str | None:
-    """`to_tsvector('simple', " ".join(words))` written as a tsvector's input
-    (`word:1,3 other:2`, the words in the order met), for the server to read
-    without parsing the text; None when only the server's parser can say.
+def tsvector_binary(words: list[str]) -> bytes | None:
+    """`to_tsvector('simple', " ".join(words))` in the binary form the server
+    reads (`tsvectorrecv`: the number of words; per word its bytes, a zero
+    byte, the number of its positions and the positions, 2 bytes each); None
+    when only the server's parser can say.
 
-    `words` is `index_words`' output (letters and digits): no quote, backslash,
-    tab or newline to escape, here or in COPY.
+    `words` is `index_words`' output (letters and digits).
     """
     terms = " ".join(words)
     if not (terms.isascii() and terms.islower()):
         return None
     if _NUMBER_WORD.match(terms) or _NUMBER_LATER.search(terms):
         return None
-    at: dict[str, list[str]] = {}
-    add = at.setdefault
-    for word, position in zip(words, _positions(), strict=False):  # (up to MAX_WORDS)
-        add(word, []).append(position)
+    uint16 = _uint16()
+    at: dict[str, list[bytes]] = {}
+    get = at.get
+    for word, position in zip(words, islice(uint16, 1, None), strict=False):
+        positions = get(word)
+        if positions is None:
+            at[word] = [position]
+        else:
+            positions.append(position)
     if len(words) > _MAX_POSITIONS and max(map(len, at.values())) > _MAX_POSITIONS:
         return None
-    return " ".join([word + ":" + ",".join(positions) for word, positions in at.items()])
+    body = [
+        word.encode() + b"\x00" + uint16[len(positions)] + b"".join(positions)
+        for word, positions in at.items()
+    ]
+    return len(at).to_bytes(4, "big") + b"".join(body)
 
 
 VersionRow = tuple[int, str | None, str | None]  # (vid, title, content)
@@ -141,20 +154,26 @@ def _insert_slice(conn: Connection, sql: str, batch: list[VersionRow]) -> None:
         terms = [(vid, index_terms(title, content or "")) for vid, title, content in batch]
         conn.exec_driver_sql(sql, terms)
         return
-    # The tsvectors known beforehand stream in by COPY as they are made: the
-    # server stores them while the next ones are made. The others are parsed.
+    # The tsvectors known beforehand stream in by one binary COPY, some rows at a
+    # time: the server stores them while the next ones are made. The others are
+    # parsed.
     parse: list[tuple[int, str]] = []
 
-    def known() -> Iterator[tuple[int, str]]:
+    def known() -> Iterator[bytes]:
+        rows = []
         for vid, title, content in batch:
             words = index_words(title, content or "")
-            tsv = tsvector_input(words)
+            tsv = tsvector_binary(words)
             if tsv is None:
                 parse.append((vid, " ".join(words)))
-            else:
-                yield vid, tsv
+                continue
+            rows.append(_ROW.pack(2, 4, vid, len(tsv)) + tsv)
+            if len(rows) >= _COPY_ROWS:
+                yield b"".join(rows)
+                rows = []
+        yield b"".join(rows)
 
-    insert_tuples(conn, _TABLE_CLAUSE, ("vid", "terms"), known())
+    copy_binary(conn, TABLE, "vid, terms", known())
     if parse:
         conn.exec_driver_sql(sql, ([vid for vid, _ in parse], [terms for _, terms in parse]))
 
@@ -179,8 +198,11 @@ def index_rows(conn: Connection, rows: Iterable[VersionRow]) -> int:
 def _version_rows(conn: Connection, where: str, params: dict[str, Any]) -> Any:
     title = "title" if has_title(conn) else "NULL"
     # Streamed in slices from the driver (SQLAlchemy's per-row processing would
-    # cost as much as the index's words).
-    query = text(f"SELECT vid, {title}, content FROM chunk_versions WHERE {where} ORDER BY vid")
+    # cost as much as the index's words). FTS5 takes its rows in rowid order (the
+    # batch_seq index gives them so); PostgreSQL's COPY in any order, and sorting
+    # a batch's bodies there spilled to disk (the planner expects a few rows).
+    order = " ORDER BY vid" if conn.dialect.name == "sqlite" else ""
+    query = text(f"SELECT vid, {title}, content FROM chunk_versions WHERE {where}{order}")
     return stream_tuples(conn, query.bindparams(**params), INDEX_SLICE)
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import inspect
 from ledger.api import ingest_files
 from ledger.core.query import index_terms, index_words
 from ledger.store.engine import make_engine, read_transaction, write_transaction
-from ledger.store.fulltext import TABLE, tsvector_input, unindex
+from ledger.store.fulltext import TABLE, tsvector_binary, unindex
 from ledger.store.migrate import downgrade_to, upgrade_to_head
 from ledger.store.search import search
 from tests.conftest import chunk, write_jsonl
@@ -55,14 +55,33 @@ def test_unindex_forgets_a_body(db_url: str, tmp_path: Path) -> None:
         engine.dispose()
 
 
-def test_tsvector_input_is_the_parse_known_beforehand_or_none() -> None:
-    assert tsvector_input("cors use cors".split()) == "cors:1,3 use:2"
-    assert tsvector_input("x1e5a 1e5 e5 0x1f 007".split()) == "x1e5a:1 1e5:2 e5:3 0x1f:4 007:5"
-    assert tsvector_input(["a"] * 255) is not None
+def readable(tsv: bytes | None) -> str | None:
+    """A tsvector's binary form (`tsvector_binary`) in the text form (`word:1,3`)."""
+    if tsv is None:
+        return None
+    words, at = [], 4
+    for _ in range(int.from_bytes(tsv[:4], "big")):
+        end = tsv.index(b"\0", at)
+        count = int.from_bytes(tsv[end + 1 : end + 3], "big")
+        positions = [
+            int.from_bytes(tsv[i : i + 2], "big") for i in range(end + 3, end + 3 + 2 * count, 2)
+        ]
+        words.append(tsv[at:end].decode() + ":" + ",".join(map(str, positions)))
+        at = end + 3 + 2 * count
+    assert at == len(tsv)
+    return " ".join(words)
+
+
+def test_tsvector_binary_is_the_parse_known_beforehand_or_none() -> None:
+    assert readable(tsvector_binary("cors use cors".split())) == "cors:1,3 use:2"
+    assert readable(tsvector_binary("x1e5a 1e5 e5 0x1f 007".split())) == (
+        "x1e5a:1 1e5:2 e5:3 0x1f:4 007:5"
+    )
+    assert tsvector_binary(["a"] * 255) is not None
     # The server's parser decides: scientific notation runs into a word, a word
     # more than 255 times, upper case (from folding), non-ASCII, no letter.
     for terms in ["1e5abc x", "x 2e10z", " ".join(["a"] * 256), "H", "caf\u00e9", "2026", ""]:
-        assert tsvector_input(terms.split()) is None, terms
+        assert tsvector_binary(terms.split()) is None, terms
 
 
 def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Path) -> None:
@@ -85,7 +104,7 @@ def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Pa
         assert ids(engine, "42") == ["digits"]
         terms = [index_terms(None, body) for body in bodies.values()]
         # Both ways taken:
-        assert {tsvector_input(t.split()) is None for t in terms} == {True, False}
+        assert {tsvector_binary(t.split()) is None for t in terms} == {True, False}
         if engine.dialect.name == "postgresql":
             with read_transaction(engine) as conn:
                 differ = conn.exec_driver_sql(
@@ -110,7 +129,7 @@ def test_repeated_words_are_written_once_with_their_positions(db_url: str, tmp_p
         "most": "walrus " * 255 + "end",
         **{f"mixed-{i}": " ".join(rnd.choices(common, k=200)) for i in range(5)},
     }
-    assert all(tsvector_input(index_words(None, body)) is not None for body in bodies.values())
+    assert all(tsvector_binary(index_words(None, body)) is not None for body in bodies.values())
     engine = make_engine(db_url)
     try:
         path = write_jsonl(tmp_path / "a.jsonl", [
