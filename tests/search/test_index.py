@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import random
+import sqlite3
+import string
 from pathlib import Path
 
 from sqlalchemy import inspect
 
 from ledger.api import ingest_files
-from ledger.core.query import index_terms, index_words
+from ledger.core.query import MAX_WORD, MAX_WORDS, index_terms, index_words
 from ledger.store.engine import make_engine, read_transaction, write_transaction
-from ledger.store.fulltext import TABLE, tsvector_binary, unindex
+from ledger.store.fulltext import TABLE, fts5_text, tsvector_binary, unindex
 from ledger.store.migrate import downgrade_to, upgrade_to_head
 from ledger.store.search import search
 from tests.conftest import chunk, write_jsonl
@@ -159,3 +161,40 @@ def test_the_index_has_no_foreign_key_to_the_versions(db_url: str) -> None:
             assert inspect(conn).get_foreign_keys(TABLE) == []
     finally:
         engine.dispose()
+
+
+def fts5_words(texts: list[str]) -> list[list[str]]:
+    """The words SQLite's FTS5 (`ascii` tokenizer, as the index) finds in each text."""
+    con = sqlite3.connect(":memory:")
+    try:
+        con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='ascii')")
+        con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        con.executemany("INSERT INTO t (rowid, x) VALUES (?, ?)", list(enumerate(texts)))
+        words: list[list[str]] = [[] for _ in texts]
+        for doc, term in con.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+            words[doc].append(term)
+        return words
+    finally:
+        con.close()
+
+
+def test_fts5_is_given_text_with_the_index_words() -> None:
+    """`fts5_text` hands FTS5 ASCII text as it is only when FTS5 finds in it the
+    words `index_terms` holds, in the same order; else the words themselves."""
+    rnd = random.Random(21)
+    alphabet = string.printable + "\x00\x01\x7f" + string.ascii_letters * 3
+    versions: list[tuple[str | None, str]] = [
+        (None, "The Walrus_naps; CORS-Middleware x1e5 2026!"),
+        ("Title: Here", "body\x00with\tcontrol\nchars"),
+        ("", "a" * MAX_WORD + " kept"),
+        (None, "a" * (MAX_WORD + 1) + " dropped run"),
+        ("Caf\u00e9", "au lait"),
+        (None, "x " * MAX_WORDS),
+        ("T", "word " * MAX_WORDS),
+        *[(None, "".join(rnd.choices(alphabet, k=rnd.randrange(400)))) for _ in range(200)],
+        *[(None, "ab1" * rnd.randrange(40, 50)) for _ in range(5)],
+    ]
+    texts = [fts5_text(title, content) for title, content in versions]
+    assert fts5_words(texts) == [index_terms(t, c).split() for t, c in versions]
+    as_is = [text == content for text, (_, content) in zip(texts, versions, strict=True)]
+    assert any(as_is) and not all(as_is)  # both ways taken
