@@ -108,7 +108,7 @@ _NUMBER_WORD = re.compile(r"[0-9]+e[0-9]+[a-z]")
 _NUMBER_LATER = re.compile(r" [0-9]+e[0-9]+[a-z]")
 _MAX_POSITIONS = 255
 _ROW = struct.Struct(">hiii")  # a COPY row: 2 fields; vid (4 bytes); the tsvector's length
-_COPY_ROWS = 100  # rows per write (about 30 kB of the driver's, a round of its loop each)
+_COPY_ROWS = 100  # rows per write to the driver (about 30 kB: one round of its send loop)
 
 
 @cache
