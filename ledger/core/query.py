@@ -43,6 +43,7 @@ __all__ = [
     "SearchResult",
     "clean_text",
     "index_terms",
+    "index_words",
     "normalize_words",
     "parse_query",
 ]
@@ -92,18 +93,28 @@ def normalize_words(text: str) -> list[str]:
     return words
 
 
-def index_terms(title: str | None, content: str) -> str:
-    """What the full-text index stores for one chunk version: its title's and its
-    content's words, space-separated, at most `MAX_WORDS` of them.
+def index_words(title: str | None, content: str) -> list[str]:
+    """The words the full-text index holds for one chunk version, in order: its
+    title's, then its content's, at most `MAX_WORDS` of them.
 
-    >>> index_terms("CORS > Use CORSMiddleware", "Allow-Origin: *; café")
-    'cors use corsmiddleware allow origin cafe'
+    >>> index_words("CORS > Use CORSMiddleware", "Allow-Origin: *; café")
+    ['cors', 'use', 'corsmiddleware', 'allow', 'origin', 'cafe']
     """
     words = normalize_words(title) if title else []
     if len(words) < MAX_WORDS:
         # Only the head of a huge body can be indexed; fold no more than needed.
         words += normalize_words(content[: MAX_WORDS * (MAX_WORD + 1)])
-    return " ".join(words[:MAX_WORDS])
+    return words[:MAX_WORDS]
+
+
+def index_terms(title: str | None, content: str) -> str:
+    """What the full-text index stores for one chunk version: `index_words`,
+    space-separated.
+
+    >>> index_terms("CORS > Use CORSMiddleware", "Allow-Origin: *; café")
+    'cors use corsmiddleware allow origin cafe'
+    """
+    return " ".join(index_words(title, content))
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from ledger.core.errors import InputError, SchemaError
 
 # The newest migration; `ledger init` upgrades to it and every other command
 # checks for it (a test keeps it equal to Alembic's head).
-SCHEMA_REVISION = "0010"
+SCHEMA_REVISION = "0011"
 BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x1ED6E7  # advisory lock that serializes chain appends
 
@@ -330,6 +330,34 @@ def stream_tuples(conn: Connection, statement: Any, size: int) -> Iterator[tuple
 _POSITIONAL_MARK = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 
 
+@contextmanager
+def _copy(conn: Connection, statement: str) -> Iterator[Any]:
+    """A COPY ... FROM STDIN on the connection's driver cursor (psycopg)."""
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        with _driver_errors(conn, statement), cursor.copy(statement) as copy:
+            yield copy
+    finally:
+        cursor.close()
+
+
+# COPY's binary format: signature, flags and header extension length; the end.
+_BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+_BINARY_END = b"\xff\xff"
+
+
+def copy_binary(conn: Connection, table: str, columns: str, chunks: Iterable[bytes]) -> None:
+    """PostgreSQL's COPY in the binary format: `chunks` hold rows already encoded
+    as COPY reads them (per row, the field count, then each field's length and
+    bytes), for a value whose text form costs the server more to parse than its
+    binary one (tsvector); the header and the end are written here."""
+    with _copy(conn, f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.write(_BINARY_HEADER)
+        for chunk in chunks:
+            copy.write(chunk)
+        copy.write(_BINARY_END)
+
+
 def insert_tuples(
     conn: Connection, table: Any, columns: tuple[str, ...], rows: Iterable[tuple[Any, ...]]
 ) -> None:
@@ -347,14 +375,9 @@ def insert_tuples(
     table_name = conn.dialect.identifier_preparer.format_table(table)
     if conn.dialect.driver == "psycopg":
         # PostgreSQL's bulk path: COPY, a stream of rows in one statement.
-        statement = f"COPY {table_name} ({names}) FROM STDIN"
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        try:
-            with _driver_errors(conn, statement), cursor.copy(statement) as copy:
-                for row in rows:
-                    copy.write_row(row)
-        finally:
-            cursor.close()
+        with _copy(conn, f"COPY {table_name} ({names}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
         return
     rows = list(rows)  # COPY streams an iterator; executemany takes a list
     mark = _POSITIONAL_MARK.get(conn.dialect.paramstyle)

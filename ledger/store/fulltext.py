@@ -2,11 +2,14 @@
 
 SQLite: a contentless FTS5 table `search_index(terms)` (rowid = the version's
 `vid`, `ascii` tokenizer), ranked by `bm25()`. PostgreSQL: a table
-`search_index(vid, terms tsvector)` with a GIN index, ranked by
+`search_index(vid, terms tsvector)` with a GIN index (no foreign key to the
+versions since revision 0011: see there), ranked by
 `ts_rank_cd(terms, query, 1)` (cover density, divided by 1 + log(length)). Both
 hold `ledger.core.query.index_terms(title, content)`: the words are normalized
 once, in Python, so the two backends index the same words and a query matches
 the same versions on both; only the scores differ (higher is better on both).
+(FTS5 is given ASCII text as it is when its tokenizer finds the same words in
+it, see `fts5_text`.)
 
 The index holds no text of its own beyond the words (contentless on SQLite), so
 erasing a body also removes its index row (`unindex`).
@@ -15,33 +18,35 @@ erasing a body also removes its index row (`unindex`).
 from __future__ import annotations
 
 import re
-from collections import Counter
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
+from itertools import islice
 from typing import Any
 
-from sqlalchemy import Connection, CursorResult, table, text
+from sqlalchemy import Connection, CursorResult, text
 
 from ledger.core.context import UNRANKED, Candidate
 from ledger.core.errors import InputError
 from ledger.core.query import (
+    MAX_WORD,
     MAX_WORDS,
     Query,
     Ranked,
     RetrievalRecord,
     check_top,
     index_terms,
+    index_words,
     normalize_words,
     parse_candidates,
     parse_query,
     round_score,
 )
-from ledger.store.engine import insert_tuples, stream_tuples
+from ledger.store.engine import copy_binary, stream_tuples
 from ledger.store.schema import versions
 
 TABLE = "search_index"
-_TABLE_CLAUSE = table(TABLE)  # PostgreSQL: search_index(vid, terms), for insert_tuples
 INDEX_SLICE = 2000
 DEFAULT_TOP = 20  # SPEC: `--top K` defaults to 20
 
@@ -54,7 +59,7 @@ def has_title(conn: Connection) -> bool:
 
 
 def create_index(conn: Connection) -> None:
-    """Create the index (empty). Used by the migration."""
+    """Create the index (empty), as revision 0005 did (0011 drops the foreign key)."""
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql(
             f"CREATE VIRTUAL TABLE {TABLE} USING fts5(terms, content='', tokenize='ascii')"
@@ -75,7 +80,7 @@ def drop_index(conn: Connection) -> None:
 def _insert_sql(conn: Connection) -> str:
     if conn.dialect.name == "sqlite":
         return f"INSERT INTO {TABLE} (rowid, terms) VALUES (?, ?)"
-    # The terms only the server's parser can index (see `tsvector_input`): one
+    # The terms only the server's parser can index (see `tsvector_binary`): one
     # statement per slice, its rows as two arrays (a row per statement would
     # cost more than the words themselves, a round trip of the protocol each).
     return (
@@ -94,56 +99,102 @@ def _insert_sql(conn: Connection) -> str:
 # terms (folded from non-ASCII text, which the server's parser and case folding
 # may split or lower differently) still go through `to_tsvector`: either way
 # the index holds the same tsvector, so search and ranking do not change.
+#
+# The known tsvectors go to the server in COPY's binary form (each word once,
+# with all its positions): reading the text form (`cors:1,3 use:2`) cost the
+# server as much again as the rest of the index row, and the binary one costs
+# no more to make here.
 _NUMBER_WORD = re.compile(r"[0-9]+e[0-9]+[a-z]")
 _NUMBER_LATER = re.compile(r" [0-9]+e[0-9]+[a-z]")
 _MAX_POSITIONS = 255
+_ROW = struct.Struct(">hiii")  # a COPY row: 2 fields; vid (4 bytes); the tsvector's length
+_COPY_ROWS = 100  # rows per write to the driver (about 30 kB: one round of its send loop)
 
 
 @cache
-def _positions() -> list[str]:
-    """ ":1" to ":16383", made on the first index step (not by every import)."""
-    return [f":{i}" for i in range(1, MAX_WORDS + 1)]
+def _uint16() -> list[bytes]:
+    """0 to 16383 as 2 big-endian bytes (a position, weight D, or a count), made
+    on the first index step (not by every import)."""
+    return [i.to_bytes(2, "big") for i in range(MAX_WORDS + 1)]
 
 
-def tsvector_input(terms: str) -> str | None:
-    """`to_tsvector('simple', terms)` written as a tsvector's input (`word:1
-    other:2 word:3`), for the server to read without parsing the text; None when
-    only the server's parser can say.
+def tsvector_binary(words: list[str]) -> bytes | None:
+    """`to_tsvector('simple', " ".join(words))` in the binary form the server
+    reads (`tsvectorrecv`: the number of words; per word its bytes, a zero
+    byte, the number of its positions and the positions, 2 bytes each); None
+    when only the server's parser can say.
 
-    `terms` is `index_terms`' output (words of letters and digits, one space
-    apart): no quote, backslash, tab or newline to escape, here or in COPY.
+    `words` is `index_words`' output (letters and digits).
     """
+    terms = " ".join(words)
     if not (terms.isascii() and terms.islower()):
         return None
     if _NUMBER_WORD.match(terms) or _NUMBER_LATER.search(terms):
         return None
-    words = terms.split()
-    if len(words) > _MAX_POSITIONS and max(Counter(words).values()) > _MAX_POSITIONS:
+    uint16 = _uint16()
+    at: dict[str, list[bytes]] = {}
+    get = at.get
+    for word, position in zip(words, islice(uint16, 1, None), strict=False):
+        positions = get(word)
+        if positions is None:
+            at[word] = [position]
+        else:
+            positions.append(position)
+    if len(words) > _MAX_POSITIONS and max(map(len, at.values())) > _MAX_POSITIONS:
         return None
-    return " ".join(map(str.__add__, words, _positions()))
+    body = [
+        word.encode() + b"\x00" + uint16[len(positions)] + b"".join(positions)
+        for word, positions in at.items()
+    ]
+    return len(at).to_bytes(4, "big") + b"".join(body)
 
 
 VersionRow = tuple[int, str | None, str | None]  # (vid, title, content)
 
 
+# SQLite's `ascii` tokenizer splits ASCII text into the words `normalize_words`
+# finds (runs of letters and digits, lower-cased; every other character a
+# separator). An ASCII text with no run longer than MAX_WORD, and too short to
+# hold more than MAX_WORDS words (a text of n characters holds at most
+# (n + 1) // 2), is given to FTS5 as it is: FTS5 finds the same words at the
+# same positions, and folding it here first cost more than FTS5's own insert.
+_LONG_RUN = re.compile(f"[0-9A-Za-z]{{{MAX_WORD + 1}}}")
+_AS_IS_MAX = 2 * MAX_WORDS - 1
+
+
+def fts5_text(title: str | None, content: str) -> str:
+    """What FTS5 is given for a version: text whose words are `index_terms`'."""
+    text = title + " " + content if title else content
+    if len(text) <= _AS_IS_MAX and text.isascii() and not _LONG_RUN.search(text):
+        return text
+    return index_terms(title, content)
+
+
 def _insert_slice(conn: Connection, sql: str, batch: list[VersionRow]) -> None:
-    words = ((vid, index_terms(title, content or "")) for vid, title, content in batch)
     if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql(sql, list(words))
+        texts = [(vid, fts5_text(title, content or "")) for vid, title, content in batch]
+        conn.exec_driver_sql(sql, texts)
         return
-    # The tsvectors known beforehand stream in by COPY as they are made: the
-    # server stores them while the next ones are made. The others are parsed.
+    # The tsvectors known beforehand stream in by one binary COPY, some rows at a
+    # time: the server stores them while the next ones are made. The others are
+    # parsed.
     parse: list[tuple[int, str]] = []
 
-    def known() -> Iterator[tuple[int, str]]:
-        for vid, terms in words:
-            tsv = tsvector_input(terms)
+    def known() -> Iterator[bytes]:
+        rows = []
+        for vid, title, content in batch:
+            words = index_words(title, content or "")
+            tsv = tsvector_binary(words)
             if tsv is None:
-                parse.append((vid, terms))
-            else:
-                yield vid, tsv
+                parse.append((vid, " ".join(words)))
+                continue
+            rows.append(_ROW.pack(2, 4, vid, len(tsv)) + tsv)
+            if len(rows) >= _COPY_ROWS:
+                yield b"".join(rows)
+                rows = []
+        yield b"".join(rows)
 
-    insert_tuples(conn, _TABLE_CLAUSE, ("vid", "terms"), known())
+    copy_binary(conn, TABLE, "vid, terms", known())
     if parse:
         conn.exec_driver_sql(sql, ([vid for vid, _ in parse], [terms for _, terms in parse]))
 
@@ -168,8 +219,11 @@ def index_rows(conn: Connection, rows: Iterable[VersionRow]) -> int:
 def _version_rows(conn: Connection, where: str, params: dict[str, Any]) -> Any:
     title = "title" if has_title(conn) else "NULL"
     # Streamed in slices from the driver (SQLAlchemy's per-row processing would
-    # cost as much as the index's words).
-    query = text(f"SELECT vid, {title}, content FROM chunk_versions WHERE {where} ORDER BY vid")
+    # cost as much as the index's words). FTS5 takes its rows in rowid order (the
+    # batch_seq index gives them so); PostgreSQL's COPY in any order, and sorting
+    # a batch's bodies there spilled to disk (the planner expects a few rows).
+    order = " ORDER BY vid" if conn.dialect.name == "sqlite" else ""
+    query = text(f"SELECT vid, {title}, content FROM chunk_versions WHERE {where}{order}")
     return stream_tuples(conn, query.bindparams(**params), INDEX_SLICE)
 
 
@@ -196,13 +250,13 @@ def unindex(conn: Connection, rows: Iterable[VersionRow]) -> None:
     """Remove versions from the index: (vid, title, content) as they were indexed.
 
     A contentless FTS5 table forgets a row only when told its indexed words,
-    which `index_terms` recomputes exactly from the same title and content.
+    which `fts5_text` gives again from the same title and content.
     """
     for vid, title, content in rows:
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql(
                 f"INSERT INTO {TABLE} ({TABLE}, rowid, terms) VALUES ('delete', ?, ?)",
-                (vid, index_terms(title, content or "")),
+                (vid, fts5_text(title, content or "")),
             )
         else:
             conn.exec_driver_sql(f"DELETE FROM {TABLE} WHERE vid = %(vid)s", {"vid": vid})

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import random
+import sqlite3
+import string
 from pathlib import Path
 
 from sqlalchemy import inspect
 
 from ledger.api import ingest_files
-from ledger.core.query import index_terms
+from ledger.core.query import MAX_WORD, MAX_WORDS, index_terms, index_words
 from ledger.store.engine import make_engine, read_transaction, write_transaction
-from ledger.store.fulltext import TABLE, tsvector_input, unindex
+from ledger.store.fulltext import TABLE, fts5_text, tsvector_binary, unindex
 from ledger.store.migrate import downgrade_to, upgrade_to_head
 from ledger.store.search import search
 from tests.conftest import chunk, write_jsonl
@@ -54,14 +57,33 @@ def test_unindex_forgets_a_body(db_url: str, tmp_path: Path) -> None:
         engine.dispose()
 
 
-def test_tsvector_input_is_the_parse_known_beforehand_or_none() -> None:
-    assert tsvector_input("cors use cors") == "cors:1 use:2 cors:3"
-    assert tsvector_input("x1e5a 1e5 e5 0x1f 007") == "x1e5a:1 1e5:2 e5:3 0x1f:4 007:5"
-    assert tsvector_input(" ".join(["a"] * 255)) is not None
+def readable(tsv: bytes | None) -> str | None:
+    """A tsvector's binary form (`tsvector_binary`) in the text form (`word:1,3`)."""
+    if tsv is None:
+        return None
+    words, at = [], 4
+    for _ in range(int.from_bytes(tsv[:4], "big")):
+        end = tsv.index(b"\0", at)
+        count = int.from_bytes(tsv[end + 1 : end + 3], "big")
+        positions = [
+            int.from_bytes(tsv[i : i + 2], "big") for i in range(end + 3, end + 3 + 2 * count, 2)
+        ]
+        words.append(tsv[at:end].decode() + ":" + ",".join(map(str, positions)))
+        at = end + 3 + 2 * count
+    assert at == len(tsv)
+    return " ".join(words)
+
+
+def test_tsvector_binary_is_the_parse_known_beforehand_or_none() -> None:
+    assert readable(tsvector_binary("cors use cors".split())) == "cors:1,3 use:2"
+    assert readable(tsvector_binary("x1e5a 1e5 e5 0x1f 007".split())) == (
+        "x1e5a:1 1e5:2 e5:3 0x1f:4 007:5"
+    )
+    assert tsvector_binary(["a"] * 255) is not None
     # The server's parser decides: scientific notation runs into a word, a word
     # more than 255 times, upper case (from folding), non-ASCII, no letter.
     for terms in ["1e5abc x", "x 2e10z", " ".join(["a"] * 256), "H", "caf\u00e9", "2026", ""]:
-        assert tsvector_input(terms) is None, terms
+        assert tsvector_binary(terms.split()) is None, terms
 
 
 def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Path) -> None:
@@ -83,7 +105,8 @@ def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Pa
         assert ids(engine, "x1e5a") == ["numbers"]
         assert ids(engine, "42") == ["digits"]
         terms = [index_terms(None, body) for body in bodies.values()]
-        assert {tsvector_input(t) is None for t in terms} == {True, False}  # both ways taken
+        # Both ways taken:
+        assert {tsvector_binary(t.split()) is None for t in terms} == {True, False}
         if engine.dialect.name == "postgresql":
             with read_transaction(engine) as conn:
                 differ = conn.exec_driver_sql(
@@ -95,3 +118,83 @@ def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Pa
                 assert differ == []
     finally:
         engine.dispose()
+
+
+def test_repeated_words_are_written_once_with_their_positions(db_url: str, tmp_path: Path) -> None:
+    """The literal path (each word once, all its positions) on bodies that repeat
+    words, up to the 255 positions it may write: the index holds what the
+    server's parser would, and phrases still match by position."""
+    rnd = random.Random(21)
+    common = ["the", "cat", "sat", "a", "walrus"]  # no "mat", "on" or "end"
+    bodies = {
+        "phrase": "The cat sat; the mat sat on the cat.",
+        "most": "walrus " * 255 + "end",
+        **{f"mixed-{i}": " ".join(rnd.choices(common, k=200)) for i in range(5)},
+    }
+    assert all(tsvector_binary(index_words(None, body)) is not None for body in bodies.values())
+    engine = make_engine(db_url)
+    try:
+        path = write_jsonl(tmp_path / "a.jsonl", [
+            chunk(id=k, dedupe_key=k, content=v) for k, v in bodies.items()
+        ])  # fmt: skip
+        ingest_files(engine, [str(path)])
+        assert ids(engine, '"mat sat on"') == ["phrase"]
+        assert ids(engine, '"walrus end"') == ["most"]
+        assert ids(engine, '"end walrus"') == []
+        if engine.dialect.name == "postgresql":
+            with read_transaction(engine) as conn:
+                differ = conn.exec_driver_sql(
+                    f"SELECT v.chunk_id FROM chunk_versions v JOIN {TABLE} s ON s.vid = v.vid "
+                    "WHERE s.terms::text <> to_tsvector('simple', lower(v.content))::text"
+                ).all()
+                assert differ == []
+    finally:
+        engine.dispose()
+
+
+def test_the_index_has_no_foreign_key_to_the_versions(db_url: str) -> None:
+    """Revision 0011: an index row costs no lookup of its version on ingest."""
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            assert inspect(conn).has_table(TABLE)
+            assert inspect(conn).get_foreign_keys(TABLE) == []
+    finally:
+        engine.dispose()
+
+
+def fts5_words(texts: list[str]) -> list[list[str]]:
+    """The words SQLite's FTS5 (`ascii` tokenizer, as the index) finds in each text."""
+    con = sqlite3.connect(":memory:")
+    try:
+        con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='ascii')")
+        con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        con.executemany("INSERT INTO t (rowid, x) VALUES (?, ?)", list(enumerate(texts)))
+        words: list[list[str]] = [[] for _ in texts]
+        for doc, term in con.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+            words[doc].append(term)
+        return words
+    finally:
+        con.close()
+
+
+def test_fts5_is_given_text_with_the_index_words() -> None:
+    """`fts5_text` hands FTS5 ASCII text as it is only when FTS5 finds in it the
+    words `index_terms` holds, in the same order; else the words themselves."""
+    rnd = random.Random(21)
+    alphabet = string.printable + "\x00\x01\x7f" + string.ascii_letters * 3
+    versions: list[tuple[str | None, str]] = [
+        (None, "The Walrus_naps; CORS-Middleware x1e5 2026!"),
+        ("Title: Here", "body\x00with\tcontrol\nchars"),
+        ("", "a" * MAX_WORD + " kept"),
+        (None, "a" * (MAX_WORD + 1) + " dropped run"),
+        ("Caf\u00e9", "au lait"),
+        (None, "x " * MAX_WORDS),
+        ("T", "word " * MAX_WORDS),
+        *[(None, "".join(rnd.choices(alphabet, k=rnd.randrange(400)))) for _ in range(200)],
+        *[(None, "ab1" * rnd.randrange(40, 50)) for _ in range(5)],
+    ]
+    texts = [fts5_text(title, content) for title, content in versions]
+    assert fts5_words(texts) == [index_terms(t, c).split() for t, c in versions]
+    as_is = [text == content for text, (_, content) in zip(texts, versions, strict=True)]
+    assert any(as_is) and not all(as_is)  # both ways taken
