@@ -602,11 +602,16 @@ class Hint:
         }
 
 
+_NESTED = (dict, MappingProxyType, list, tuple)
+
+
 def _plain(value: Any) -> Any:
+    # Called only on containers below the top: a budget step's `displaced_by`
+    # holds thousands of small dicts of strings.
     if isinstance(value, (dict, MappingProxyType)):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _plain(v) if isinstance(v, _NESTED) else v for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v) if isinstance(v, _NESTED) else v for v in value]
     return value
 
 
