@@ -5,9 +5,11 @@ from __future__ import annotations
 import random
 import sqlite3
 import string
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import inspect
+from sqlalchemy import Engine, inspect
 
 from ledger.api import ingest_files
 from ledger.core.query import MAX_WORD, MAX_WORDS, index_terms, index_words
@@ -86,6 +88,20 @@ def test_tsvector_binary_is_the_parse_known_beforehand_or_none() -> None:
         assert tsvector_binary(terms.split()) is None, terms
 
 
+@contextmanager
+def ingested(db_url: str, tmp_path: Path, bodies: dict[str, str]) -> Iterator[Engine]:
+    """A ledger holding one chunk per body (its key the id), ingested with the index."""
+    engine = make_engine(db_url)
+    try:
+        path = write_jsonl(tmp_path / "a.jsonl", [
+            chunk(id=k, dedupe_key=k, content=v) for k, v in bodies.items()
+        ])  # fmt: skip
+        ingest_files(engine, [str(path)])
+        yield engine
+    finally:
+        engine.dispose()
+
+
 def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Path) -> None:
     bodies = {
         "plain": "The walrus naps; the walrus wakes.",
@@ -94,12 +110,7 @@ def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Pa
         "repeated": "walrus " * 300,
         "digits": "2026 42",
     }
-    engine = make_engine(db_url)
-    try:
-        path = write_jsonl(tmp_path / "a.jsonl", [
-            chunk(id=k, dedupe_key=k, content=v) for k, v in bodies.items()
-        ])  # fmt: skip
-        ingest_files(engine, [str(path)])
+    with ingested(db_url, tmp_path, bodies) as engine:
         assert sorted(ids(engine, "walrus")) == ["plain", "repeated"]
         assert ids(engine, "strasse") == ["folded"]
         assert ids(engine, "x1e5a") == ["numbers"]
@@ -116,8 +127,6 @@ def test_the_index_holds_what_the_servers_parser_would(db_url: str, tmp_path: Pa
                     (list(bodies), terms),
                 ).all()
                 assert differ == []
-    finally:
-        engine.dispose()
 
 
 def test_repeated_words_are_written_once_with_their_positions(db_url: str, tmp_path: Path) -> None:
@@ -132,12 +141,7 @@ def test_repeated_words_are_written_once_with_their_positions(db_url: str, tmp_p
         **{f"mixed-{i}": " ".join(rnd.choices(common, k=200)) for i in range(5)},
     }
     assert all(tsvector_binary(index_words(None, body)) is not None for body in bodies.values())
-    engine = make_engine(db_url)
-    try:
-        path = write_jsonl(tmp_path / "a.jsonl", [
-            chunk(id=k, dedupe_key=k, content=v) for k, v in bodies.items()
-        ])  # fmt: skip
-        ingest_files(engine, [str(path)])
+    with ingested(db_url, tmp_path, bodies) as engine:
         assert ids(engine, '"mat sat on"') == ["phrase"]
         assert ids(engine, '"walrus end"') == ["most"]
         assert ids(engine, '"end walrus"') == []
@@ -148,8 +152,6 @@ def test_repeated_words_are_written_once_with_their_positions(db_url: str, tmp_p
                     "WHERE s.terms::text <> to_tsvector('simple', lower(v.content))::text"
                 ).all()
                 assert differ == []
-    finally:
-        engine.dispose()
 
 
 def test_the_index_has_no_foreign_key_to_the_versions(db_url: str) -> None:
