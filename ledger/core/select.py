@@ -586,7 +586,9 @@ class Hint:
     Each step is a dict with a "kind": `grant` {permission}, `allow_trust`
     {trust}, `as_of` {as_of}, `budget` {budget, extra, displaced_by},
     `superseded_by` {by, as_of?}, `outranked_by` {kept}. `admits` is True only when
-    a re-run with every step applied admitted the target.
+    the steps applied admit the target: a re-run admitted it, or a final budget
+    step ran the last gate exactly at the new budget (the gates before it do not
+    depend on the budget).
     """
 
     target: dict[str, Any]
@@ -642,11 +644,12 @@ def admission_hint(
 
     Computed, not guessed: fix the gate the target failed (grant its permission,
     allow its trust, move as_of to its effective_from or to the day before it
-    expires, raise the budget by the deficit), re-run `select`, and go on with the
-    next gate it fails. For `superseded` and `duplicate` the step names the version
-    or chunk that won (and, for superseded, an as_of before the winner's
-    effective_from when that admits the target). A required-chunk failure in a
-    re-run counts as not admitted.
+    expires, raise the budget until the budget gate reaches it), re-run `select`,
+    and go on with the next gate it fails; a budget fix is the last step. For
+    `superseded` and `duplicate` the step names the version or chunk that won
+    (and, for superseded, an as_of before the winner's effective_from when that
+    admits the target). A required-chunk failure in a re-run counts as not
+    admitted.
     """
     return _hint(list(candidates), request, target_record_digest, order)[0]
 
@@ -691,14 +694,14 @@ def _hint(
         step, changed = _fix(eviction, current, context, order, target)
         if step is None:
             return Hint(target.ref(), tuple(steps), False), first
-        if steps and steps[-1]["kind"] == "budget" and step["kind"] == "budget":
-            # One budget step: the final budget and everything displaced on the way.
-            previous = steps.pop()
-            step["extra"] = step["budget"] - (previous["budget"] - previous["extra"])
-            step["displaced_by"] = _merge_refs(previous["displaced_by"], step["displaced_by"])
         steps.append(step)
         if changed is None:
             return Hint(target.ref(), tuple(steps), False), first
+        if step["kind"] == "budget":
+            # The budget gate is the last and the gates before it do not depend
+            # on the budget: `_budget_fix` ran that gate exactly at the new
+            # budget and it admits the target. A re-run would only repeat it.
+            return Hint(target.ref(), tuple(steps), True), first
         if first is None:
             first = (dict(step), changed)
         current = changed
@@ -724,12 +727,14 @@ class HintPool:
       on the budget: for a budget eviction they are all that changes while only
       the budget does.
     - "reachable": the rivals, and every candidate that `holds`: the required
-      ones and those that pass gates 1-4 under some request a hint can try. A
-      hint's steps only add the target's permission and trust and move as_of
-      between the request's and the target's effective_from, so any other
-      candidate fails gates 1-4 in every run of the hint: it cannot change the
-      target's fate, nor (not being required) fail the build. Exact for any
-      target.
+      ones and those that pass gates 1-4 under some request a hint can try from
+      its start (the request, or the request after the first step when the runs
+      begin there). A hint's steps only add the target's permission and trust
+      and move as_of within the days between the start's as_of and the target's
+      effective_from (to the target's effective_from, or back to a day not before
+      it), so any other candidate fails gates 1-4 in every run of the hint: it
+      cannot change the target's fate, nor (not being required) fail the build.
+      Exact for any target.
     """
 
     kind: Literal["rivals", "survivors", "reachable"]
@@ -794,11 +799,13 @@ def recorded_hint(
     target = next((c for c in rivals if c.record_digest == target_record_digest), None)
     if target is None:
         return admission_hint(rivals, request, target_record_digest, order)  # refuses it
-    days = sorted((request.as_of, target.effective_from))
+    # The runs on the wide pool start from the first step's request, when known.
+    start = request if first is None else first[1]
+    days = sorted((start.as_of, target.effective_from))
     reachable = HintPool(
         "reachable",
-        granted=request.granted | {target.required_permission},
-        allowed_trust=request.allowed_trust | {target.trust},
+        granted=start.granted | {target.required_permission},
+        allowed_trust=start.allowed_trust | {target.trust},
         first_day=days[0],
         last_day=days[1],
     )
@@ -816,11 +823,6 @@ def _weighed_before(survivors: list[Candidate], digest: str, order: Order) -> li
     preference = order.preference
     limit = (preference(target), *_identity(target))
     return [c for c in survivors if c.required or (preference(c), *_identity(c)) <= limit]
-
-
-def _merge_refs(a: list[dict[str, str]], b: list[dict[str, str]]) -> list[dict[str, str]]:
-    seen = {(r["id"], r["source_version"]) for r in a}
-    return a + [r for r in b if (r["id"], r["source_version"]) not in seen]
 
 
 def _budget_fix(

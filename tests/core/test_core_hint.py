@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from ledger.core.errors import InputError
 from ledger.core.select import (
@@ -19,6 +20,7 @@ from ledger.core.select import (
     admission_hint,
     select,
 )
+from tests.core.test_core_properties import candidate_sets, requests, run
 
 Cand = Callable[..., Candidate]
 Req = Callable[..., Request]
@@ -243,3 +245,22 @@ def test_seed_fixture_hints(cand: Cand) -> None:
             ],
         },
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(candidate_sets(), requests)
+def test_admits_is_what_a_rerun_with_the_steps_gives(
+    candidates: list[Candidate], request: Request
+) -> None:
+    """For every eviction of random packs, `admits` is what a re-run with the
+    steps applied decides: a hint that ends with a budget step says it admits
+    without re-running, so the budget gate's simulation must be exact."""
+    ctx = run(candidates, request)
+    if ctx is None:
+        return
+    for eviction in ctx.evicted:
+        target = eviction.candidate
+        hint = admission_hint(candidates, request, target.record_digest)
+        assert hint.admits == admitted_after(candidates, apply(request, hint.steps), target)
+        # A budget step is always the last.
+        assert all(step["kind"] != "budget" for step in hint.steps[:-1])

@@ -143,11 +143,14 @@ def test_budget_hint_weighs_required_chunks_behind_the_target(cand: Any, request
 
 def test_wide_pool_goes_on_from_the_first_step(cand: Any, request_for: Any) -> None:
     """A hint that must move on to the reachable pool starts there after the first
-    step the rivals already decided: it does not re-make the pack on that pool."""
+    step the rivals already decided: it does not re-make the pack on that pool,
+    and the pool holds only what can pass gates 1-4 from that step on."""
     old = cand(id="t", source_version="v1", effective_from="2026-01-01", tokens=40)
     new = cand(id="t", source_version="v2", effective_from="2026-06-01", tokens=40)
     others = [cand(id=f"o{i}", priority=90, tokens=10) for i in range(5)]
-    pack = [old, new, *others]
+    # Passes gates 1-4 at the request's as_of but not at the first step's.
+    late = cand(id="late", priority=95, tokens=10, effective_from="2026-06-15")
+    pack = [old, new, *others, late]
     request = request_for(budget=60)  # v2 and two others at as_of; v1 and 2 others before
     whole = admission_hint(pack, request, old.record_digest)
     assert [s["kind"] for s in whole.steps] == ["superseded_by", "budget"] and whole.admits
@@ -170,6 +173,7 @@ def test_wide_pool_goes_on_from_the_first_step(cand: Any, request_for: Any) -> N
     finally:
         core.select = real_select
     assert fast.to_json() == whole.to_json()
-    # Two runs on the rivals (re-make, then the new as_of), then the reachable
-    # pool from the new as_of: its budget eviction, then the admitting run.
-    assert runs == [2, 2, len(pack), len(pack)]
+    # Two runs on the rivals (re-make, then the new as_of), then one on the
+    # reachable pool from the new as_of (without `late`): its budget eviction,
+    # whose fix admits.
+    assert runs == [2, 2, len(pack) - 1]
