@@ -185,16 +185,20 @@ def hint_for(
     reason, where = recorded_eviction(conn, head.pack_no, record_digest)
 
     def load(pool: HintPool) -> list[Candidate]:
-        # Many hints on one pack (a report): the second wide pool reads the whole
-        # pack once instead, and every later hint reuses it.
+        # Many hints on one pack (a report): once the wide pools read as many
+        # rows as the pack has candidates, the next reads the whole pack instead,
+        # and every later hint reuses it. A few hints (why-evicted) read only
+        # their pools: often a fraction of the pack.
         if key not in cache:
-            if pool.kind == "rivals" or (key, "wide") not in cache:
+            read = cache.get((key, "wide"), 0)
+            if pool.kind == "rivals" or read < head.candidate_count:
+                cands = candidates_for(conn, inputs, where=where(pool))[0]
                 if pool.kind != "rivals":
-                    cache[key, "wide"] = True
-                return candidates_for(conn, inputs, where=where(pool))[0]
+                    cache[key, "wide"] = read + len(cands)
+                return cands
             cache[key] = candidates_for(conn, inputs)[0]
-        cands: list[Candidate] = cache[key]
-        return cands
+        whole: list[Candidate] = cache[key]
+        return whole
 
     hint = recorded_hint(load, reason, inputs.request(), record_digest, inputs.order()).to_json()
     if inputs.is_transcript:
