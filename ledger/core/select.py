@@ -288,6 +288,19 @@ def _identity(c: Candidate) -> tuple[str, str, str]:
     return (c.id, c.source_version, c.record_digest)
 
 
+def _weighing_key(order: Order) -> Callable[[Candidate], Any]:
+    """The total order of the duplicate and budget gates: the preference, ties
+    broken by identity (the default preference is total already)."""
+    preference = order.preference
+    if preference is default_preference:
+        return default_preference
+
+    def key(c: Candidate) -> Any:
+        return (preference(c), c.id, c.source_version, c.record_digest)
+
+    return key
+
+
 def _version_rank(c: Candidate) -> tuple[str, int, str]:
     # Gate 5: the later effective_from wins; ties: the later ingest, then the digest.
     return (c.effective_from, c.ingest_rank, c.record_digest)
@@ -444,14 +457,7 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
             passed = [r for r in passed if r not in losers]
 
     # Gate 6: per dedupe_key, the first by preference is kept.
-    preference = order.preference
-    if preference is default_preference:
-        key_of: Callable[[Candidate], Any] = default_preference  # already total
-    else:
-
-        def key_of(c: Candidate) -> Any:
-            return (preference(c), c.id, c.source_version, c.record_digest)
-
+    key_of = _weighing_key(order)
     # Each survivor's preference key, computed once with no Python step but the key
     # function: the duplicate groups and the budget order both sort by it.
     keys = map(key_of, map(cands.__getitem__, passed))
@@ -820,9 +826,9 @@ def _weighed_before(survivors: list[Candidate], digest: str, order: Order) -> li
     target = next((c for c in survivors if c.record_digest == digest), None)
     if target is None:
         return survivors  # admission_hint refuses it
-    preference = order.preference
-    limit = (preference(target), *_identity(target))
-    return [c for c in survivors if c.required or (preference(c), *_identity(c)) <= limit]
+    key = _weighing_key(order)
+    limit = key(target)
+    return [c for c in survivors if c.required or key(c) <= limit]
 
 
 def _budget_fix(
@@ -837,15 +843,14 @@ def _budget_fix(
     raises by the new shortfall (every round admits at least one more of them),
     instead of re-running the whole selection per round.
     """
-    preference = order.preference
-    target_key = (preference(target), *_identity(target))
+    key = _weighing_key(order)
+    target_key = key(target)
     required = sum(c.tokens for c in context.items if c.required)
     survivors = [c for c in context.items if not c.required]
     survivors += [e.candidate for e in context.evicted if e.reason == "budget"]
-    ahead = sorted(
-        (c for c in survivors if (preference(c), *_identity(c)) < target_key),
-        key=lambda c: (preference(c), *_identity(c)),
-    )
+    # Each key computed once: (key, position) pairs sort as the gate does.
+    keyed = sorted((k, i) for i, c in enumerate(survivors) if (k := key(c)) < target_key)
+    ahead = [survivors[i] for _, i in keyed]
     new_budget = request.budget + deficit
     for _ in range(_BUDGET_ROUNDS):
         room = new_budget - required
