@@ -29,7 +29,7 @@ from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import REASON_CODES, REASON_NAMES
 from ledger.core.reasons import REASONS as GATE_ORDER
 from ledger.core.records import EXCHANGE_SCOPE, ChunkRecord, flat_record_digest, record_digest
-from ledger.core.select import Candidate, HintPool, recorded_hint
+from ledger.core.select import Candidate, HintPool, collector_paused, recorded_hint
 from ledger.store.access import Policy, grant_payload, policy_payload
 from ledger.store.build import (
     DOCUMENTS,
@@ -40,7 +40,6 @@ from ledger.store.build import (
     decide,
     eviction_entry,
     eviction_head,
-    gc_paused,
     input_digest_of,
     manifest_digest,
     retractions_at,
@@ -634,7 +633,7 @@ def verify(
     """
     # One object per decision and version read: the cyclic collector, paused as
     # for a build, would otherwise rescan the growing heap again and again.
-    with gc_paused():
+    with collector_paused():
         return _verify(conn, checkpoint, tree_checkpoint, since)
 
 

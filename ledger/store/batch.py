@@ -16,10 +16,10 @@ from typing import Any
 from sqlalchemy import Engine
 
 from ledger.core.errors import ContextError, InputError, LedgerError
+from ledger.core.select import collector_paused
 from ledger.store.build import (
     candidates_for,
     decide,
-    gc_paused,
     load_candidates,
     parse_batch_line,
     record_pack,
@@ -48,7 +48,7 @@ def run_batch(
     if not lines:
         raise InputError(f"{path}: empty batch file")
     result = BatchResult()
-    with write_transaction(engine) as conn, gc_paused():
+    with write_transaction(engine) as conn, collector_paused():
         mark = read_head(conn).seq
         cache: dict[str, Any] = {}
         for i, raw in enumerate(lines, start=1):
