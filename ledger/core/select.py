@@ -330,7 +330,13 @@ def _canonical(candidates: Iterable[Candidate]) -> list[Candidate]:
     """
     ordered = sorted(candidates, key=_get_id)
     for start, end in _runs(list(map(_get_id, ordered))):
-        _sort_versions(ordered, start, end)
+        if end - start == 2:  # most runs: two versions, compared inline
+            a, b = ordered[start], ordered[start + 1]
+            va, vb = a.source_version, b.source_version
+            if vb < va or (vb == va and b.record_digest < a.record_digest):
+                ordered[start], ordered[start + 1] = b, a
+        else:
+            ordered[start:end] = sorted(ordered[start:end], key=_get_version)
     return ordered
 
 
@@ -347,15 +353,6 @@ def _runs(keys: list[str]) -> Iterator[tuple[int, int]]:
         end = i + 1
     if end:
         yield start, end
-
-
-def _sort_versions(ordered: list[Candidate], start: int, end: int) -> None:
-    if end - start == 2:  # most runs: two versions
-        a, b = ordered[start], ordered[start + 1]
-        if (b.source_version, b.record_digest) < (a.source_version, a.record_digest):
-            ordered[start], ordered[start + 1] = b, a
-    else:
-        ordered[start:end] = sorted(ordered[start:end], key=_get_version)
 
 
 @contextmanager
@@ -460,7 +457,15 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         losers: set[int] = set()
         for start, end in _runs([cands[r].id for r in passed]):
             group = passed[start:end]
-            winner = max(group, key=lambda r: _version_rank(cands[r]))
+            if end - start == 2:  # most runs: two versions, compared inline
+                a, b = cands[group[0]], cands[group[1]]
+                fa, fb = a.effective_from, b.effective_from
+                later = fb > fa or (
+                    fb == fa and (b.ingest_rank, b.record_digest) > (a.ingest_rank, a.record_digest)
+                )
+                winner = group[1] if later else group[0]
+            else:
+                winner = max(group, key=lambda r: _version_rank(cands[r]))
             detail = by_detail[cands[winner].id] = MappingProxyType({"by": _ref(cands[winner])})
             for r in group:
                 if r != winner:
