@@ -840,13 +840,20 @@ def _weighed_before(survivors: list[Candidate], digest: str, order: Order) -> li
     """Of a budget eviction's survivors, those the budget gate weighs before the
     target, and the target: the required, and the optional ahead of it in
     preference order. The greedy gate decides the target on these alone at any
-    budget, so its hint is the same on them as on all the survivors."""
+    budget, so its hint is the same on them as on all the survivors.
+
+    With every version of their ids: `survivors` may be a superset (the whole
+    pack), where a version behind the target can supersede one ahead of it, or
+    be the one of a required id that passes gates 1-4. Candidates of other ids
+    behind the target change nothing ahead of it: a duplicate group keeps its
+    first by preference."""
     target = next((c for c in survivors if c.record_digest == digest), None)
     if target is None:
         return survivors  # admission_hint refuses it
     key = _weighing_key(order)
     limit = key(target)
-    return [c for c in survivors if c.required or key(c) <= limit]
+    ids = {c.id for c in survivors if c.required or key(c) <= limit}
+    return [c for c in survivors if c.id in ids]
 
 
 def _budget_fix(

@@ -19,6 +19,7 @@ from ledger.core.select import (
     Request,
     admission_hint,
     recorded_hint,
+    select,
 )
 from tests.core.test_core_properties import DATES, candidate_sets, requests, run
 
@@ -74,6 +75,10 @@ def test_recorded_hint_is_the_whole_pack_hint(
         fast = recorded_hint(load, reason, request, target.record_digest)
         whole = admission_hint(candidates, request, target.record_digest)
         assert fast.to_json() == whole.to_json()
+        # Any superset of a pool will do: the store reads the whole pack instead
+        # once a report's hints have read as much.
+        wide = recorded_hint(lambda pool: candidates, reason, request, target.record_digest)
+        assert wide.to_json() == whole.to_json()
         # The whole pack is never needed; an unknown reason goes to "reachable".
         assert loaded[0] == "rivals" and len(loaded) <= 3
         if reason is None:
@@ -177,3 +182,42 @@ def test_wide_pool_goes_on_from_the_first_step(cand: Any, request_for: Any) -> N
     # reachable pool from the new as_of (without `late`): its budget eviction,
     # whose fix admits.
     assert runs == [2, 2, len(pack) - 1]
+
+
+def test_a_budget_hint_on_the_whole_pack_keeps_the_versions_that_supersede(
+    cand: Any, request_for: Any
+) -> None:
+    """`x@v1` is ahead of the target in preference, but `x@v2`, behind it,
+    supersedes it: on the whole pack (a superset of the survivors) the budget
+    hint must still see `x@v1` gone, or it asks for more budget than needed."""
+    target = cand(id="t", priority=50, tokens=30)
+    old = cand(id="x", source_version="v1", priority=90, tokens=10, effective_from="2026-01-01")
+    new = cand(id="x", source_version="v2", priority=10, tokens=5, effective_from="2026-03-01")
+    pack = [target, old, new]
+    request = request_for(budget=20)
+    ctx = select(pack, request)
+    assert [(e.candidate, e.reason) for e in ctx.evicted] == [
+        (target, "budget"),
+        (old, "superseded"),
+    ]
+    whole = admission_hint(pack, request, target.record_digest)
+    assert whole.steps[0]["budget"] == 30 and whole.steps[0]["displaced_by"] == []
+    wide = recorded_hint(lambda pool: pack, "budget", request, target.record_digest)
+    assert wide.to_json() == whole.to_json()
+
+
+def test_a_budget_hint_on_the_whole_pack_keeps_the_version_a_required_id_passes_with(
+    cand: Any, request_for: Any
+) -> None:
+    """`r@v2` (required) is not yet effective; `r@v1`, behind the target, is the
+    version of that id that passes, so the build stands. Without it the re-run
+    would fail the required id and the hint would say nothing admits."""
+    target = cand(id="t", priority=50, tokens=30)
+    due = cand(id="r", source_version="v2", required=True, effective_from="2026-09-01")
+    passing = cand(id="r", source_version="v1", priority=10, tokens=5)
+    pack = [target, due, passing]
+    request = request_for(budget=20)
+    whole = admission_hint(pack, request, target.record_digest)
+    assert whole.admits and whole.steps[0]["budget"] == 30
+    wide = recorded_hint(lambda pool: pack, "budget", request, target.record_digest)
+    assert wide.to_json() == whole.to_json()
