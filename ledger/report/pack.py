@@ -25,6 +25,27 @@ def _in_order(names: set[str], order: tuple[str, ...]) -> list[str]:
     return [n for n in order if n in names] + sorted(names - set(order))
 
 
+# A budget step's displaced chunks the page's data keeps: the table shows five;
+# a hint can displace thousands (`why-evicted` lists them all).
+PAGE_DISPLACED = 20
+
+
+def page_hint(hint: dict[str, Any]) -> dict[str, Any]:
+    """A hint as the page's data holds it: a budget step keeps its first
+    `PAGE_DISPLACED` displaced chunks, and `displaced_more` counts the rest."""
+    steps = []
+    for step in hint["steps"]:
+        displaced = step.get("displaced_by") if step["kind"] == "budget" else None
+        if displaced is not None and len(displaced) > PAGE_DISPLACED:
+            step = {
+                **step,
+                "displaced_by": displaced[:PAGE_DISPLACED],
+                "displaced_more": len(displaced) - PAGE_DISPLACED,
+            }
+        steps.append(step)
+    return {**hint, "steps": steps}
+
+
 def render_pack(
     data: dict[str, Any],
     meta: dict[str, dict[str, Any]],
@@ -159,7 +180,10 @@ def render_pack(
         "admitted": [
             {k: a[k] for k in ("id", "source_version", "section", "tokens")} for a in admitted
         ],
-        "hints": {**hint_note, "by_record_digest": hints},
+        "hints": {
+            **hint_note,
+            "by_record_digest": {digest: page_hint(h) for digest, h in hints.items()},
+        },
         "with_content": bodies is not None,
     }
     return render("pack.html", **page)

@@ -50,6 +50,7 @@ from typing import Any
 
 import pytest
 
+from ledger.report.pack import PAGE_DISPLACED, page_hint
 from tests.conftest import chunk, ledger_json, run_ledger, write_jsonl
 from tests.e2e.report_browser import Chromium
 from tests.e2e.test_build import new_ledger
@@ -378,9 +379,8 @@ def test_hints_match_why_evicted(history: Path, reports: dict[str, Report]) -> N
         ) * 2 + (None,)
         for e in show["evicted"]:
             why = ledger_json("why-evicted", e["record_digest"], "--pack", str(pack), db=history)
-            assert (
-                hints["by_record_digest"][e["record_digest"]]
-                == why["versions"][0]["decisions"][0]["would_admit"]
+            assert hints["by_record_digest"][e["record_digest"]] == page_hint(
+                why["versions"][0]["decisions"][0]["would_admit"]
             )
         rows = [r for r in rep.table("candidate-table") if r["status"] == "evicted"]
         assert all(r["hint"] and r["hint"] != "not computed" for r in rows)
@@ -390,6 +390,22 @@ def test_hints_match_why_evicted(history: Path, reports: dict[str, Report]) -> N
     )
     # 167 used of 170: shipping-note needs 24, 3 remain, so 21 more.
     assert shipping["hint"].startswith("raise the budget by 21 to 191")
+
+
+def test_page_data_keeps_the_first_displaced_chunks_and_counts_the_rest() -> None:
+    refs = [{"id": f"c{i}", "source_version": "1"} for i in range(PAGE_DISPLACED + 7)]
+    grant = {"kind": "grant", "permission": "p"}
+    budget = {"kind": "budget", "budget": 90, "extra": 40, "displaced_by": refs}
+    hint = {"target": {"id": "t"}, "steps": [grant, budget], "admits": True}
+    kept = page_hint(hint)
+    assert kept["steps"] == [
+        grant,
+        {**budget, "displaced_by": refs[:PAGE_DISPLACED], "displaced_more": 7},
+    ]
+    assert kept["target"] == hint["target"] and kept["admits"]
+    assert budget["displaced_by"] == refs  # the hint itself is left whole
+    short = {**hint, "steps": [{**budget, "displaced_by": refs[:PAGE_DISPLACED]}]}
+    assert page_hint(short) == short
 
 
 def test_hint_count_limit_is_said_on_the_page(history: Path, tmp_path: Path) -> None:
