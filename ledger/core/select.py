@@ -495,7 +495,8 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
             best = min(group, key=key_at)  # the earliest of equals
             kept[dedupe_key] = best
             kept_detail[dedupe_key] = MappingProxyType({"kept": _ref(cands[best])})
-            beaten.extend(r for r in group if r != best)
+            group.remove(best)
+            beaten += group
         required_beaten = [cands[r] for r in beaten if cands[r].required]
         if required_beaten:
             # Ingest refuses dedupe groups holding a required chunk; a caller that
