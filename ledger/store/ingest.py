@@ -210,11 +210,20 @@ def _check_dedupe_groups(conn: Connection, seq: int, reread: Callable[[], Record
     record of this run that breaks it.
     """
     c = versions.c
-    touched = select(c.dedupe_key).where(c.batch_seq == seq).distinct().scalar_subquery()
+    touched = select(c.dedupe_key).where(c.batch_seq == seq).distinct()
+    # Only a key of two or more versions can break a rule. Found on the dedupe_key
+    # index alone, they spare the other keys the row reads and the four DISTINCT
+    # counts below (a batch of 100,000 keys of one version each: 0.18 s, 0.08 s so).
+    shared = (
+        select(c.dedupe_key)
+        .where(c.dedupe_key.in_(touched))
+        .group_by(c.dedupe_key)
+        .having(func.count() > 1)
+    )
     req = func.max(case((c.required, 1), else_=0))
     bad = conn.execute(
         select(c.dedupe_key)
-        .where(c.dedupe_key.in_(touched))
+        .where(c.dedupe_key.in_(shared))
         .group_by(c.dedupe_key)
         .having(
             and_(
