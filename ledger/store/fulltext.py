@@ -158,14 +158,23 @@ VersionRow = tuple[int, str | None, str | None]  # (vid, title, content)
 # hold more than MAX_WORDS words (a text of n characters holds at most
 # (n + 1) // 2), is given to FTS5 as it is: FTS5 finds the same words at the
 # same positions, and folding it here first cost more than FTS5's own insert.
-_LONG_RUN = re.compile(f"[0-9A-Za-z]{{{MAX_WORD + 1}}}")
+# A long run is looked for in the text's bytes with every letter and digit made
+# "a" and every other byte a space (one `bytes.translate` and one substring
+# search, both in C): a regular expression `[0-9A-Za-z]{129}` tried a run at
+# every position and cost 3.7 us per 400-character body, this 0.5 us.
 _AS_IS_MAX = 2 * MAX_WORDS - 1
+_RUN_BYTES = bytes(ord("a") if chr(b).isalnum() and b < 128 else ord(" ") for b in range(256))
+_LONG_RUN = b"a" * (MAX_WORD + 1)
 
 
 def fts5_text(title: str | None, content: str) -> str:
     """What FTS5 is given for a version: text whose words are `index_terms`'."""
     text = title + " " + content if title else content
-    if len(text) <= _AS_IS_MAX and text.isascii() and not _LONG_RUN.search(text):
+    if (
+        len(text) <= _AS_IS_MAX
+        and text.isascii()
+        and (len(text) <= MAX_WORD or _LONG_RUN not in text.encode("ascii").translate(_RUN_BYTES))
+    ):
         return text
     return index_terms(title, content)
 

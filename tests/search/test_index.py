@@ -190,6 +190,9 @@ def test_fts5_is_given_text_with_the_index_words() -> None:
         ("Title: Here", "body\x00with\tcontrol\nchars"),
         ("", "a" * MAX_WORD + " kept"),
         (None, "a" * (MAX_WORD + 1) + " dropped run"),
+        (None, "b" * MAX_WORD),  # the longest text that cannot hold a long run
+        (None, "c" * (MAX_WORD + 1)),  # the shortest that can
+        (None, "d," + "e" * (MAX_WORD + 1)),  # a run after punctuation
         ("Caf\u00e9", "au lait"),
         (None, "x " * MAX_WORDS),
         ("T", "word " * MAX_WORDS),
