@@ -50,6 +50,7 @@ from ledger.store.engine import fetch_tuples, row_type, stream_tuples
 from ledger.store.hints import recorded_eviction
 from ledger.store.packs import (
     VERIFY_DETAIL,
+    VERSION_COLUMNS,
     VerifyReader,
     VerifyRow,
     bad_pack_types,
@@ -683,6 +684,9 @@ def _verify(
             select(versions.c.batch_seq, func.count()).group_by(versions.c.batch_seq)
         ).all()
     )
+    # The fields of every version the packs' check reads, taken as the versions
+    # pass here: the versions are read once for both.
+    read: list[tuple[Any, ...]] = []
     for b in conn.execute(select(batches).where(batches.c.seq > after).order_by(batches.c.seq)):
         why = _bad_batch(b, stored_per_batch.get(b.seq, 0))
         computed, legacy = "", None  # legacy: written before schema 0010 (None: unknown)
@@ -697,7 +701,7 @@ def _verify(
                 older = ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count, None)
                 if payload[b.seq] == older:
                     computed, legacy = older, True
-        for bad in _bad_versions(conn, b.seq, legacy):
+        for bad in _bad_versions(conn, b.seq, legacy, read):
             problems.add(b.seq, "ingest", bad)
             break
         if why is not None:
@@ -788,7 +792,12 @@ def _verify(
         check_payload(p.entry_seq, "policy", policy_payload(pol), f"policy of entry {p.entry_seq}")
     # Packs and every decision.
     n_decisions = 0
-    reader = VerifyReader(conn, after)
+    # All versions were read above unless the check stopped at a bad one, some are
+    # under no ingest batch, or only the newer entries are checked: then the
+    # reader reads what it needs.
+    whole = not after and len(read) == sum(stored_per_batch.values())
+    reader = VerifyReader(conn, after, read if whole else None)
+    del read  # the reader holds what it needs of it
     for head in conn.execute(
         select(packs).where(packs.c.entry_seq > after).order_by(packs.c.pack_no)
     ):
@@ -969,18 +978,26 @@ _VERSION_TEXTS = attrgetter(
 )
 
 
-def _bad_versions(conn: Connection, seq: int, legacy: bool | None) -> Iterator[str]:
-    """Versions of one batch whose stored digests do not match their fields."""
-    return _bad_rows(conn, versions.c.batch_seq == seq, legacy=legacy)
+def _bad_versions(
+    conn: Connection, seq: int, legacy: bool | None, read: list[tuple[Any, ...]]
+) -> Iterator[str]:
+    """Versions of one batch whose stored digests do not match their fields (each
+    version's `VERSION_COLUMNS` appended to `read` as it is checked)."""
+    return _bad_rows(conn, versions.c.batch_seq == seq, legacy=legacy, read=read)
 
 
 def _bad_rows(
-    conn: Connection, condition: Any, only: set[int] | None = None, legacy: bool | None = None
+    conn: Connection,
+    condition: Any,
+    only: set[int] | None = None,
+    legacy: bool | None = None,
+    read: list[tuple[Any, ...]] | None = None,
 ) -> Iterator[str]:
     """Versions of a batch whose stored digests do not match their fields.
 
     `legacy`: the batch was written before schema 0010 (see `_scope_problem`);
     None when that is not known (replay, a batch whose own fields are bad).
+    `read`: each version's `VERSION_COLUMNS` are appended to it as it is checked.
     On SQLite the body is read as its bytes (and its storage type), so that a
     body that is not valid UTF-8, or stored as a BLOB, is reported by name
     instead of failing the read (whose message would quote the body)."""
@@ -1008,7 +1025,7 @@ def _bad_rows(
     # version of the ledger passes here. `verify` stops at the first bad version:
     # closing this generator closes the cursor.
     names = [c.name for c in query.selected_columns]
-    yield from _bad_in(names, stream_tuples(conn, query, 5000), only, legacy)
+    yield from _bad_in(names, stream_tuples(conn, query, 5000), only, legacy, read)
 
 
 def _legacy_scope(source_uri: str) -> str | None:
@@ -1035,17 +1052,24 @@ def _scope_problem(rec: ChunkRecord, stored: str, legacy: bool | None) -> str | 
 
 
 def _bad_in(
-    names: list[str], result: Iterable[tuple[Any, ...]], only: set[int] | None, legacy: bool | None
+    names: list[str],
+    result: Iterable[tuple[Any, ...]],
+    only: set[int] | None,
+    legacy: bool | None,
+    read: list[tuple[Any, ...]] | None,
 ) -> Iterator[str]:
     from ledger.store.ingest import record_from_row
 
     # Named tuples of the stored columns and the decoded content: a ledger holds
     # up to millions of versions, read here by field.
     make = row_type("stored", [*names, "content"])._make  # in C, as a plain tuple
+    pick = itemgetter(*map(names.index, VERSION_COLUMNS))
     for values in result:
         row = make((*values, None))
         if only is not None and row.vid not in only:
             continue
+        if read is not None:
+            read.append(pick(values))
         why = _bad_version(row, legacy)
         if why is None:
             continue  # the common case: named only in a problem

@@ -272,6 +272,8 @@ _VERSION_FIELDS = (
     "source_version",
 )
 _EXTRA_FIELDS = ("retracted_from", "ref_id", "ref_version", "ref_digest")
+# The columns of a version the reader takes (its priority only for the type check).
+VERSION_COLUMNS = ("vid", *_VERSION_FIELDS, "priority")
 # Built once per distinct detail.
 VerifyRow = row_type("VerifyRow", [*_DECISION_FIELDS, *_VERSION_FIELDS, *_EXTRA_FIELDS])
 _SHORT = len(_DECISION_FIELDS) + len(_VERSION_FIELDS)
@@ -324,22 +326,28 @@ class VerifyReader:
     """The decisions of packs and the versions they name, read for verify.
 
     `after`: only the packs recorded after that entry are read (`verify --since`),
-    and only the versions their decisions name."""
+    and only the versions their decisions name. `read`: every version's
+    `VERSION_COLUMNS` (the driver's values), when verify's check of the versions
+    has read them all already (else they are read here)."""
 
-    def __init__(self, conn: Connection, after: int) -> None:
+    def __init__(
+        self, conn: Connection, after: int, read: list[tuple[Any, ...]] | None = None
+    ) -> None:
         self.conn = conn
         self.sqlite = conn.dialect.name == "sqlite"
-        v = versions.c
-        query = select(v.vid, *(v[name] for name in _VERSION_FIELDS), v.priority)
-        if after:
-            named = select(decisions.c.vid).join(packs, packs.c.pack_no == decisions.c.pack_no)
-            query = query.where(v.vid.in_(named.where(packs.c.entry_seq > after)))
+        if read is None:
+            v = versions.c
+            query = select(*(v[name] for name in VERSION_COLUMNS))
+            if after:
+                named = select(decisions.c.vid).join(packs, packs.c.pack_no == decisions.c.pack_no)
+                query = query.where(v.vid.in_(named.where(packs.c.entry_seq > after)))
+            read = fetch_tuples(conn, query)
         self.versions: dict[int, tuple[Any, ...]] = {}
         # SQLite keeps any type in any column: a decision naming a version whose
         # integers are not is reported as the pack's, as `decision_rows` does.
         self.untyped: set[int] = set()
         common: dict[Any, Any] = {}  # equal dates, labels and permissions as one object
-        for vid, digest, estimated, *detail, cid, sv, priority in fetch_tuples(conn, query):
+        for vid, digest, estimated, *detail, cid, sv, priority in read:
             shared = [common.setdefault(x, x) for x in detail]
             self.versions[vid] = (digest, estimated, *shared, cid, sv)
             if type(estimated) is not int or type(priority) is not int:
