@@ -49,7 +49,6 @@ from ledger.store.chain import KINDS, Head, read_head
 from ledger.store.engine import fetch_tuples, row_type, stream_tuples
 from ledger.store.hints import recorded_eviction
 from ledger.store.packs import (
-    VERIFY_DETAIL,
     VERSION_COLUMNS,
     VerifyReader,
     VerifyRow,
@@ -1253,10 +1252,7 @@ def _evictions(
     same = list(map(eq, found, last_found))
     for i in compress(count(), map(not_, statuses)):
         entries[i] = None  # admitted
-    # Equal fields, one detail written once (as the selector shares equal details).
-    heads: dict[int, tuple[str, Any, bool, dict[Any, str]]] = {
-        status: (*known, {}) for status, known in VERIFY_DETAIL.items()
-    }
+    heads = reader.heads
     for i in compress(count(), map(not_, same)):  # not as in the previous pack
         if not statuses[i]:
             continue  # admitted

@@ -356,6 +356,12 @@ class VerifyReader:
         self.entries: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
         # The previous pack's versions: the next pack mostly names the same.
         self.last = PackVersions([], None, [], [])
+        # Per status: its `VERIFY_DETAIL` and the eviction heads made so far, by the
+        # fields that decide them. Equal fields, one head written once: in any pack
+        # (a budget eviction's few amounts recur in every pack, under new budgets).
+        self.heads: dict[int, tuple[str, Any, bool, dict[Any, str]]] = {
+            status: (*known, {}) for status, known in VERIFY_DETAIL.items()
+        }
         t = retractions.c
         self.retracted: dict[tuple[Any, Any], Any] = {
             (seq, cid): day
