@@ -347,9 +347,20 @@ class VerifyReader:
         # integers are not is reported as the pack's, as `decision_rows` does.
         self.untyped: set[int] = set()
         common: dict[Any, Any] = {}  # equal dates, labels and permissions as one object
-        for vid, digest, estimated, *detail, cid, sv, priority in read:
-            shared = [common.setdefault(x, x) for x in detail]
-            self.versions[vid] = (digest, estimated, *shared, cid, sv)
+        one = common.setdefault
+        # The four `_VERSION_DETAIL` fields by name: a starred target and a list of
+        # them per version cost twice the whole loop.
+        for vid, digest, estimated, permission, trust, since, until, cid, sv, priority in read:
+            self.versions[vid] = (
+                digest,
+                estimated,
+                one(permission, permission),
+                one(trust, trust),
+                one(since, since),
+                one(until, until),
+                cid,
+                sv,
+            )
             if type(estimated) is not int or type(priority) is not int:
                 self.untyped.add(vid)
         # The previous pack's vids, decisions and eviction entries (kept by verify's check).
