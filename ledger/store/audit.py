@@ -38,7 +38,7 @@ from ledger.store.build import (
     candidates_for,
     context_digests,
     decide,
-    eviction_entry,
+    eviction_entries,
     eviction_head,
     gc_paused,
     input_digest_of,
@@ -1253,23 +1253,40 @@ def _evictions(
     for i in compress(count(), map(not_, statuses)):
         entries[i] = None  # admitted
     heads = reader.heads
+    changed: list[int] = []  # the decisions whose entries are made here
+    made: list[str] = []  # their heads
+    why = None
     for i in compress(count(), map(not_, same)):  # not as in the previous pack
-        if not statuses[i]:
+        status = statuses[i]
+        if not status:
             continue  # admitted
-        r = found[i] + named[i]
-        status = r[_STATUS]
         known = heads.get(status)
         if known is None:
-            return f"{reader.name(r)}: unknown status {status}", []
-        reason, made_of, extended, texts = known
-        key = made_of(r)
+            why = f"{reader.name(found[i] + named[i])}: unknown status {status}"
+            break
+        reason, made_of, extended, versioned, texts = known
+        # A detail decided by the decision's own fields: no row with its version's.
+        key = made_of(found[i] + named[i] if versioned else found[i])
         text = texts.get(key)
         if text is None:
+            r = found[i] + named[i]
             row = reader.named(reader.extended(r) if extended else r)
             if status in _REFERRING and row.ref_digest is None:
-                return f"{reader.name(r)}: {reason} without the version it refers to", []
+                why = f"{reader.name(r)}: {reason} without the version it refers to"
+                break
             text = texts[key] = eviction_head(reason, detail_of(reason, row))
-        entries[i] = eviction_entry(text, r[_DIGEST], r[_TOKENS])
+        changed.append(i)
+        made.append(text)
+    # The entries at once, with no call per eviction (each version's record digest
+    # and each decision's tokens); those before a bad decision too, so that one
+    # that cannot be written (a count outside JSON's safe range) fails first, as
+    # when each was made in turn.
+    digests = list(map(_first, map(named.__getitem__, changed)))
+    tokens = list(map(_tokens_of, map(found.__getitem__, changed)))
+    for i, entry in zip(changed, eviction_entries(made, digests, tokens), strict=True):
+        entries[i] = entry
+    if why is not None:
+        return why, []
     reader.entries = (vids, found, entries)
     return None, entries
 

@@ -287,13 +287,15 @@ _DETAIL_KEYS = {
     "superseded": ("ref_vid",),
     "duplicate": ("ref_vid",),
 }
-# Per status: its reason, the getter of the fields that decide its detail and
-# whether the detail reads the last four fields.
-VERIFY_DETAIL: dict[int, tuple[str, Any, bool]] = {
+# Per status: its reason, the getter of the fields that decide its detail,
+# whether the detail reads the last four fields and whether those fields are
+# not all the decision's own (its getter then needs its version's fields too).
+VERIFY_DETAIL: dict[int, tuple[str, Any, bool, bool]] = {
     REASON_CODES[reason]: (
         reason,
         itemgetter(*(VerifyRow._fields.index(f) for f in _DETAIL_KEYS[reason])),
         any(f in _EXTRA_FIELDS for f in fields),
+        not set(_DETAIL_KEYS[reason]) <= set(_DECISION_FIELDS),
     )
     for reason, fields in DETAIL_FIELDS.items()
 }
@@ -370,7 +372,7 @@ class VerifyReader:
         # Per status: its `VERIFY_DETAIL` and the eviction heads made so far, by the
         # fields that decide them. Equal fields, one head written once: in any pack
         # (a budget eviction's few amounts recur in every pack, under new budgets).
-        self.heads: dict[int, tuple[str, Any, bool, dict[Any, str]]] = {
+        self.heads: dict[int, tuple[str, Any, bool, bool, dict[Any, str]]] = {
             status: (*known, {}) for status, known in VERIFY_DETAIL.items()
         }
         t = retractions.c
