@@ -684,8 +684,9 @@ def _verify(
         ).all()
     )
     # The fields of every version the packs' check reads, taken as the versions
-    # pass here: the versions are read once for both.
-    read: list[tuple[Any, ...]] = []
+    # pass here: the versions are read once for both (with `since`, the reader
+    # reads those the newer packs name).
+    read: list[tuple[Any, ...]] | None = None if after else []
     for b in conn.execute(select(batches).where(batches.c.seq > after).order_by(batches.c.seq)):
         why = _bad_batch(b, stored_per_batch.get(b.seq, 0))
         computed, legacy = "", None  # legacy: written before schema 0010 (None: unknown)
@@ -791,10 +792,9 @@ def _verify(
         check_payload(p.entry_seq, "policy", policy_payload(pol), f"policy of entry {p.entry_seq}")
     # Packs and every decision.
     n_decisions = 0
-    # All versions were read above unless the check stopped at a bad one, some are
-    # under no ingest batch, or only the newer entries are checked: then the
-    # reader reads what it needs.
-    whole = not after and len(read) == sum(stored_per_batch.values())
+    # All versions were read above unless the check stopped at a bad one or some
+    # are under no ingest batch: then the reader reads them.
+    whole = read is not None and len(read) == sum(stored_per_batch.values())
     reader = VerifyReader(conn, after, read if whole else None)
     del read  # the reader holds what it needs of it
     for head in conn.execute(
@@ -978,10 +978,10 @@ _VERSION_TEXTS = attrgetter(
 
 
 def _bad_versions(
-    conn: Connection, seq: int, legacy: bool | None, read: list[tuple[Any, ...]]
+    conn: Connection, seq: int, legacy: bool | None, read: list[tuple[Any, ...]] | None
 ) -> Iterator[str]:
     """Versions of one batch whose stored digests do not match their fields (each
-    version's `VERSION_COLUMNS` appended to `read` as it is checked)."""
+    version's `VERSION_COLUMNS` appended to `read`, if given, as it is checked)."""
     return _bad_rows(conn, versions.c.batch_seq == seq, legacy=legacy, read=read)
 
 
