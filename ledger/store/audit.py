@@ -38,7 +38,7 @@ from ledger.store.build import (
     candidates_for,
     context_digests,
     decide,
-    eviction_entry,
+    eviction_entries,
     eviction_head,
     input_digest_of,
     manifest_digest,
@@ -48,7 +48,7 @@ from ledger.store.chain import KINDS, Head, read_head
 from ledger.store.engine import fetch_tuples, row_type, stream_tuples
 from ledger.store.hints import recorded_eviction
 from ledger.store.packs import (
-    VERIFY_DETAIL,
+    VERSION_COLUMNS,
     VerifyReader,
     VerifyRow,
     bad_pack_types,
@@ -686,6 +686,10 @@ def _verify(
             select(versions.c.batch_seq, func.count()).group_by(versions.c.batch_seq)
         ).all()
     )
+    # The fields of every version the packs' check reads, taken as the versions
+    # pass here: the versions are read once for both (with `since`, the reader
+    # reads those the newer packs name).
+    read: list[tuple[Any, ...]] | None = None if after else []
     for b in conn.execute(select(batches).where(batches.c.seq > after).order_by(batches.c.seq)):
         why = _bad_batch(b, stored_per_batch.get(b.seq, 0))
         computed, legacy = "", None  # legacy: written before schema 0010 (None: unknown)
@@ -700,7 +704,7 @@ def _verify(
                 older = ingest_payload_digest(conn, b.seq, b.read_count, b.unchanged_count, None)
                 if payload[b.seq] == older:
                     computed, legacy = older, True
-        for bad in _bad_versions(conn, b.seq, legacy):
+        for bad in _bad_versions(conn, b.seq, legacy, read):
             problems.add(b.seq, "ingest", bad)
             break
         if why is not None:
@@ -791,7 +795,11 @@ def _verify(
         check_payload(p.entry_seq, "policy", policy_payload(pol), f"policy of entry {p.entry_seq}")
     # Packs and every decision.
     n_decisions = 0
-    reader = VerifyReader(conn, after)
+    # All versions were read above unless the check stopped at a bad one or some
+    # are under no ingest batch: then the reader reads them.
+    whole = read is not None and len(read) == sum(stored_per_batch.values())
+    reader = VerifyReader(conn, after, read if whole else None)
+    del read  # the reader holds what it needs of it
     for head in conn.execute(
         select(packs).where(packs.c.entry_seq > after).order_by(packs.c.pack_no)
     ):
@@ -972,18 +980,26 @@ _VERSION_TEXTS = attrgetter(
 )
 
 
-def _bad_versions(conn: Connection, seq: int, legacy: bool | None) -> Iterator[str]:
-    """Versions of one batch whose stored digests do not match their fields."""
-    return _bad_rows(conn, versions.c.batch_seq == seq, legacy=legacy)
+def _bad_versions(
+    conn: Connection, seq: int, legacy: bool | None, read: list[tuple[Any, ...]] | None
+) -> Iterator[str]:
+    """Versions of one batch whose stored digests do not match their fields (each
+    version's `VERSION_COLUMNS` appended to `read`, if given, as it is checked)."""
+    return _bad_rows(conn, versions.c.batch_seq == seq, legacy=legacy, read=read)
 
 
 def _bad_rows(
-    conn: Connection, condition: Any, only: set[int] | None = None, legacy: bool | None = None
+    conn: Connection,
+    condition: Any,
+    only: set[int] | None = None,
+    legacy: bool | None = None,
+    read: list[tuple[Any, ...]] | None = None,
 ) -> Iterator[str]:
     """Versions of a batch whose stored digests do not match their fields.
 
     `legacy`: the batch was written before schema 0010 (see `_scope_problem`);
     None when that is not known (replay, a batch whose own fields are bad).
+    `read`: each version's `VERSION_COLUMNS` are appended to it as it is checked.
     On SQLite the body is read as its bytes (and its storage type), so that a
     body that is not valid UTF-8, or stored as a BLOB, is reported by name
     instead of failing the read (whose message would quote the body)."""
@@ -1011,7 +1027,7 @@ def _bad_rows(
     # version of the ledger passes here. `verify` stops at the first bad version:
     # closing this generator closes the cursor.
     names = [c.name for c in query.selected_columns]
-    yield from _bad_in(names, stream_tuples(conn, query, 5000), only, legacy)
+    yield from _bad_in(names, stream_tuples(conn, query, 5000), only, legacy, read)
 
 
 def _legacy_scope(source_uri: str) -> str | None:
@@ -1038,17 +1054,24 @@ def _scope_problem(rec: ChunkRecord, stored: str, legacy: bool | None) -> str | 
 
 
 def _bad_in(
-    names: list[str], result: Iterable[tuple[Any, ...]], only: set[int] | None, legacy: bool | None
+    names: list[str],
+    result: Iterable[tuple[Any, ...]],
+    only: set[int] | None,
+    legacy: bool | None,
+    read: list[tuple[Any, ...]] | None,
 ) -> Iterator[str]:
     from ledger.store.ingest import record_from_row
 
     # Named tuples of the stored columns and the decoded content: a ledger holds
     # up to millions of versions, read here by field.
     make = row_type("stored", [*names, "content"])._make  # in C, as a plain tuple
+    pick = itemgetter(*map(names.index, VERSION_COLUMNS))
     for values in result:
         row = make((*values, None))
         if only is not None and row.vid not in only:
             continue
+        if read is not None:
+            read.append(pick(values))
         why = _bad_version(row, legacy)
         if why is None:
             continue  # the common case: named only in a problem
@@ -1232,27 +1255,41 @@ def _evictions(
     same = list(map(eq, found, last_found))
     for i in compress(count(), map(not_, statuses)):
         entries[i] = None  # admitted
-    # Equal fields, one detail written once (as the selector shares equal details).
-    heads: dict[int, tuple[str, Any, bool, dict[Any, str]]] = {
-        status: (*known, {}) for status, known in VERIFY_DETAIL.items()
-    }
+    heads = reader.heads
+    changed: list[int] = []  # the decisions whose entries are made here
+    made: list[str] = []  # their heads
+    why = None
     for i in compress(count(), map(not_, same)):  # not as in the previous pack
-        if not statuses[i]:
+        status = statuses[i]
+        if not status:
             continue  # admitted
-        r = found[i] + named[i]
-        status = r[_STATUS]
         known = heads.get(status)
         if known is None:
-            return f"{reader.name(r)}: unknown status {status}", []
-        reason, made_of, extended, texts = known
-        key = made_of(r)
+            why = f"{reader.name(found[i] + named[i])}: unknown status {status}"
+            break
+        reason, made_of, extended, versioned, texts = known
+        # A detail decided by the decision's own fields: no row with its version's.
+        key = made_of(found[i] + named[i] if versioned else found[i])
         text = texts.get(key)
         if text is None:
+            r = found[i] + named[i]
             row = reader.named(reader.extended(r) if extended else r)
             if status in _REFERRING and row.ref_digest is None:
-                return f"{reader.name(r)}: {reason} without the version it refers to", []
+                why = f"{reader.name(r)}: {reason} without the version it refers to"
+                break
             text = texts[key] = eviction_head(reason, detail_of(reason, row))
-        entries[i] = eviction_entry(text, r[_DIGEST], r[_TOKENS])
+        changed.append(i)
+        made.append(text)
+    # The entries at once, with no call per eviction (each version's record digest
+    # and each decision's tokens); those before a bad decision too, so that one
+    # that cannot be written (a count outside JSON's safe range) fails first, as
+    # when each was made in turn.
+    digests = list(map(_first, map(named.__getitem__, changed)))
+    tokens = list(map(_tokens_of, map(found.__getitem__, changed)))
+    for i, entry in zip(changed, eviction_entries(made, digests, tokens), strict=True):
+        entries[i] = entry
+    if why is not None:
+        return why, []
     reader.entries = (vids, found, entries)
     return None, entries
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from ledger.core.canonical import (
     digest_trusted,
     digest_value,
 )
-from ledger.core.records import record_digest, validate_chunk
+from ledger.core.records import flat_record_digest, record_digest, validate_chunk
 from tests.conftest import chunk
 
 MAX_SAFE = 2**53 - 1
@@ -176,6 +177,40 @@ def test_ingest_record_digest_is_rfc8785(
     expected = reference_digest(rec.to_json())
     assert record_digest(rec) == expected
     assert rec.record_digest == expected
+
+
+# Strings the record digest takes as they are (printable, no quote or
+# backslash) and strings it escapes: each must hash as RFC 8785 writes it.
+_ESCAPED_OR_NOT = [
+    "plain text, é and 漢字",
+    'a "quoted" word',
+    "a back\\slash",
+    "line\nbreak and\ttab",
+    "\x00\x1f controls",
+    "\x7f and \u2028 and \u00a0 (not printable, not escaped)",
+]
+
+
+@pytest.mark.parametrize("field", ["content", "id", "source_version", "section", "trust"])
+@pytest.mark.parametrize("text", _ESCAPED_OR_NOT)
+def test_record_digest_is_rfc8785_whether_or_not_a_string_needs_escapes(
+    field: str, text: str
+) -> None:
+    """A record's strings are hashed as they are when none needs an escape (the
+    body, and the other strings together): an escape needed in any one must
+    still be written."""
+    rec = validate_chunk(chunk(content="body"))
+    rec = replace(rec, **{field: text})
+    assert record_digest(rec) == reference_digest(rec.to_json())
+
+
+def test_flat_record_digest_refuses_a_field_that_is_no_string() -> None:
+    """A tampered row's integer where a string belongs fails in the escaper (verify
+    then asks the record), as it did before the fast path."""
+    fields = ["body", "k", "2026-01-01", 3, None, "id", 1, False, "p", None, "s", "u", "v", "t"]
+    for at in (0, 1, 5, 13):
+        with pytest.raises(TypeError):
+            flat_record_digest(*fields[:at], 7, *fields[at + 1 :])
 
 
 def test_pack_digest_is_rfc8785_of_its_manifest() -> None:
