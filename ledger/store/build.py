@@ -279,15 +279,17 @@ def load_candidates(
 
 
 def _typed_candidates(rows: list[tuple[Any, ...]]) -> bool:
-    """Whether the stored rows' tokens and priorities are integers and their
-    `required` 0 or 1 (a column at a time, in C; `load_candidates` then names
-    the first row that is not)."""
+    """Whether the stored rows' tokens and priorities are integers, their
+    `required` 0 or 1 and their digests text (a column at a time, in C;
+    `load_candidates` then names the first row that is not)."""
     required = list(map(itemgetter(10), rows))
     return (
         _ints(map(itemgetter(8), rows))
         and _ints(map(itemgetter(9), rows))
         and _ints(required)
         and set(required) <= {0, 1}
+        and set(map(type, map(itemgetter(11), rows))) <= {str}
+        and set(map(type, map(itemgetter(12), rows))) <= {str}
     )
 
 

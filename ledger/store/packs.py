@@ -244,7 +244,8 @@ def decision_rows(conn: Connection, pack_no: int, vids: Iterable[int] | None = N
 
 def _typed_decisions(rows: list[tuple[Any, ...]]) -> bool:
     """SQLite keeps any type in any column: the integers a reader computes with
-    (status, tokens, position, remaining, estimated tokens, priority) are checked."""
+    (status, tokens, position, remaining, estimated tokens, priority) and the
+    digests it sorts and prints are checked."""
     return all(
         type(t[1]) is int
         and type(t[2]) is int
@@ -252,6 +253,9 @@ def _typed_decisions(rows: list[tuple[Any, ...]]) -> bool:
         and (t[4] is None or type(t[4]) is int)
         and type(t[19]) is int
         and type(t[11]) is int
+        and type(t[12]) is str
+        and type(t[13]) is str
+        and (t[22] is None or type(t[22]) is str)
         for t in rows
     )
 
@@ -346,7 +350,8 @@ class VerifyReader:
             read = fetch_tuples(conn, query)
         self.versions: dict[int, tuple[Any, ...]] = {}
         # SQLite keeps any type in any column: a decision naming a version whose
-        # integers are not is reported as the pack's, as `decision_rows` does.
+        # integers are not, or whose record digest is not text, is reported as
+        # the pack's, as `decision_rows` does.
         self.untyped: set[int] = set()
         common: dict[Any, Any] = {}  # equal dates, labels and permissions as one object
         one = common.setdefault
@@ -363,7 +368,7 @@ class VerifyReader:
                 cid,
                 sv,
             )
-            if type(estimated) is not int or type(priority) is not int:
+            if type(estimated) is not int or type(priority) is not int or type(digest) is not str:
                 self.untyped.add(vid)
         # The previous pack's vids, decisions and eviction entries (kept by verify's check).
         self.entries: tuple[list[Any], list[Any], list[Any]] = ([], [], [])

@@ -96,6 +96,23 @@ TYPE_TAMPERING = [
         5,
     ),
     ("packs.ledger_mark text", "UPDATE packs SET ledger_mark = 'three' WHERE pack_no = 1", 4),
+    (
+        "BLOB record digest",
+        "UPDATE chunk_versions SET record_digest = CAST(record_digest AS BLOB) "
+        "WHERE chunk_id = 'refund-faq'",
+        1,
+    ),
+    (
+        "BLOB content digest",
+        "UPDATE chunk_versions SET content_digest = CAST(content_digest AS BLOB) "
+        "WHERE chunk_id = 'refund-faq'",
+        1,
+    ),
+    (
+        "integer record digest",
+        "UPDATE chunk_versions SET record_digest = 7 WHERE chunk_id = 'refund-faq'",
+        1,
+    ),
     # (SQLite's INTEGER affinity turns '50' or 162.0 back into integers: not tampering.)
     (
         "priority text",
