@@ -43,6 +43,7 @@ from ledger.store.build import (
     input_digest_of,
     manifest_digest,
     retractions_at,
+    safe_ints,
 )
 from ledger.store.chain import KINDS, Head, read_head
 from ledger.store.engine import fetch_tuples, row_type, stream_tuples
@@ -1209,6 +1210,11 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
         return f"admitted tokens add up to {used}, the pack records used {head.used}", n
     if used > head.budget:
         return f"used {used} exceeds the budget {head.budget}", n
+    if not safe_ints(list(map(_tokens_of, found))):
+        # No build writes one (the manifest is RFC 8785 JSON): a changed row.
+        for r in map(add, found, named):
+            if not safe_ints([r[_TOKENS]]):
+                return f"{reader.name(r)}: tokens outside JSON's safe integer range", n
     if head.counter == ESTIMATED and list(map(_tokens_of, found)) != list(
         map(_version_estimate, named)
     ):
@@ -1281,9 +1287,7 @@ def _evictions(
         changed.append(i)
         made.append(text)
     # The entries at once, with no call per eviction (each version's record digest
-    # and each decision's tokens); those before a bad decision too, so that one
-    # that cannot be written (a count outside JSON's safe range) fails first, as
-    # when each was made in turn.
+    # and each decision's tokens, checked to be in JSON's safe range before).
     digests = list(map(_first, map(named.__getitem__, changed)))
     tokens = list(map(_tokens_of, map(found.__getitem__, changed)))
     for i, entry in zip(changed, eviction_entries(made, digests, tokens), strict=True):

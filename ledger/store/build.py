@@ -569,7 +569,7 @@ def eviction_entries(heads: list[str], digests: list[Any], tokens: list[Any]) ->
     """`eviction_entry` of many evictions, the same texts (tests/store/test_canonical.py
     checks it), with no call per eviction when the digests are `plain_strings` and
     the tokens integers in RFC 8785's safe range (what the ledger writes)."""
-    if plain_strings(digests) and _safe_ints(tokens):
+    if plain_strings(digests) and safe_ints(tokens):
         return [f'{h}"{d}","tokens":{t}}}' for h, d, t in zip(heads, digests, tokens, strict=True)]
     return list(map(eviction_entry, heads, digests, tokens))
 
@@ -579,7 +579,7 @@ def _ints(values: Iterable[Any]) -> bool:
     return set(map(type, values)) <= {int}
 
 
-def _safe_ints(values: list[Any]) -> bool:
+def safe_ints(values: list[Any]) -> bool:
     """Whether every value is an `int` (not a bool) in RFC 8785's safe range."""
     return _ints(values) and (
         not values or (-_MAX_SAFE_INT <= min(values) and max(values) <= _MAX_SAFE_INT)

@@ -380,3 +380,22 @@ def test_head_of_a_fresh_ledger_is_a_checkpoint_verify_accepts(tmp_path: Path) -
     result = run("verify", "--checkpoint", head, db=db)
     assert result.returncode == 0, (head, result.stdout, result.stderr)
     assert verify_json(db)["ok"] is True
+
+
+def test_tokens_outside_jsons_safe_range_are_named_not_a_crash(seeded: Path) -> None:
+    """Under a real counter a decision's tokens are not compared with the
+    version's estimate: 2**60 in an eviction crashed verify while it wrote the
+    eviction's entry (RFC 8785 has no such integer)."""
+    built = run(
+        "build", "--as-of", "2026-07-21", "--counter", "utf8-bytes", "--budget", "2000", db=seeded
+    )
+    assert built.returncode == 0, built.stderr
+    sqlite_exec(
+        seeded,
+        f"UPDATE decisions SET tokens = {2**60} WHERE pack_no = 3 AND vid = "
+        "(SELECT min(vid) FROM decisions WHERE pack_no = 3 AND status != 0)",
+    )
+    data = assert_verify_names(seeded, 7)
+    assert "safe integer range" in data["first_bad"]["why"]
+    for args in (("show", "3"), ("replay", "3"), ("export", "3")):
+        _not_crashing(seeded, *args)
