@@ -365,14 +365,17 @@ def collector_paused() -> Iterator[None]:
     (measured: more than half the run time). Selection makes no reference cycles,
     so the collector has nothing to find here.
 
-    On resuming, what was allocated meanwhile joins the oldest generation
+    On resuming after a large run (`_PROMOTE_AT` objects or more still
+    allocated), what was allocated meanwhile joins the oldest generation
     (`gc.freeze()` then `gc.unfreeze()`: two list splices) instead of staying
     in the youngest: the first collection after would walk all of it (0.2-0.35 s
     after a 1,000,000-candidate selection), and the next ones again as it ages.
-    The price: cyclic garbage the caller made just before waits for the next
-    full collection. Not done when the caller froze objects itself (unfreezing
-    would thaw them). Only the outermost pause resumes, and only a collector that
-    was enabled; concurrent selections can at worst re-enable it early.
+    The price: cyclic garbage the caller made just before waits for a full
+    collection; a smaller run leaves the generations alone, so the selections
+    of a long-running server (a hint each) never do this. Not done when the
+    caller froze objects itself (unfreezing would thaw them). Only the outermost
+    pause resumes, and only a collector that was enabled; concurrent selections
+    can at worst re-enable it early.
     """
     was_enabled = gc.isenabled()
     if was_enabled:
@@ -381,10 +384,15 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            if gc.get_freeze_count() == 0:
+            if gc.get_count()[0] >= _PROMOTE_AT and gc.get_freeze_count() == 0:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
+
+
+# Objects still allocated at the end of a pause from which they go to the oldest
+# generation: a walk of fewer costs a few milliseconds.
+_PROMOTE_AT = 100_000
 
 
 def select(

@@ -755,7 +755,11 @@ def build_pack(
         with collector_paused():
             candidates, vid_of = candidates_for(conn, inputs)
             ctx = decide(inputs, candidates)
-            return record_pack(conn, inputs, candidates, ctx, vid_of, trace)
+            pack_no = record_pack(conn, inputs, candidates, ctx, vid_of, trace)
+            # Freed before the collector resumes, which would otherwise walk every
+            # one of them (11-15 ms at 20,000 candidates).
+            del candidates, vid_of, ctx
+        return pack_no
 
 
 def parse_batch_line(raw: bytes, where: str) -> dict[str, Any]:
