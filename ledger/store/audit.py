@@ -1210,14 +1210,13 @@ def _check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
         return f"admitted tokens add up to {used}, the pack records used {head.used}", n
     if used > head.budget:
         return f"used {used} exceeds the budget {head.budget}", n
-    if not safe_ints(list(map(_tokens_of, found))):
+    tokens = list(map(_tokens_of, found))
+    if not safe_ints(tokens):
         # No build writes one (the manifest is RFC 8785 JSON): a changed row.
         for r in map(add, found, named):
             if not safe_ints([r[_TOKENS]]):
                 return f"{reader.name(r)}: tokens outside JSON's safe integer range", n
-    if head.counter == ESTIMATED and list(map(_tokens_of, found)) != list(
-        map(_version_estimate, named)
-    ):
+    if head.counter == ESTIMATED and tokens != list(map(_version_estimate, named)):
         for r in map(add, found, named):
             if r[_TOKENS] != r[_ESTIMATED]:
                 return f"{reader.name(r)}: tokens differ from the version's estimate", n
