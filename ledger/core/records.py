@@ -14,17 +14,17 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 from json.encoder import encode_basestring
+from operator import itemgetter
 from typing import Any
 
 from ledger.core.canonical import content_digest as _content_digest
 from ledger.core.canonical import digest_trusted, with_set
 from ledger.core.errors import InputError
 from ledger.core.reasons import SECTIONS
-from ledger.core.strictjson import JSON_SPACE, SCAN
 
 FIELDS: tuple[str, ...] = (
     "id",
@@ -342,100 +342,64 @@ _PLAIN_TEXT = re.compile(r"[!-~](?:[ -~]*[!-~])?")
 def _plain_record(
     obj: Mapping[str, Any], max_content: int, strip_content: bool
 ) -> ChunkRecord | None:
-    """The record of `obj` when every field plainly passes every rule of every mode
-    (the common case, ingest's hot path), in one expression; else None, and the
-    checks of `validate_chunk` name the first rule broken.
-
-    Plainly: metadata is printable ASCII that stripping leaves unchanged, numbers
-    are ints, the content holds no NUL; anything else takes the full checks.
-    """
-    section, trust, uri = obj["section"], obj["trust"], obj["source_uri"]
-    effective, expires = obj["effective_from"], obj["expires_on"]
-    chunk_id, version = obj["id"], obj["source_version"]
-    permission, dedupe_key = obj["required_permission"], obj["dedupe_key"]
-    tokens, priority, required = obj["estimated_tokens"], obj["priority"], obj["required"]
-    content = obj["content"]
+    """The record of `obj` when every field has its type and plainly passes every
+    rule (`is_plain`); else None, and the checks of `validate_chunk` name the
+    first rule broken."""
+    values = tuple(map(obj.__getitem__, FIELDS))
     if not (
-        type(section) is str
-        and section in _SECTION_SET
-        and type(trust) is str
-        and trust in _TRUST_SET
-        and type(uri) is str
-        and len(uri) <= MAX_URI
-        and _PLAIN_URI.fullmatch(uri)
-        and type(effective) is str
+        set(map(type, _TEXT_VALUES(values))) == {str}
+        and (values[5] is None or type(values[5]) is str)
+        and type(values[9]) is int
+        and type(values[10]) is int
+        and type(values[11]) is bool
+    ):
+        return None
+    # Positional arguments in FIELDS order (half the cost of keywords).
+    rec = ChunkRecord(*values)
+    if not is_plain(rec, max_content):
+        return None
+    return replace(rec, content=rec.content.strip()) if strip_content else rec
+
+
+# The values of `_plain_record` that must be text: all but expires_on and the numbers.
+_TEXT_VALUES = itemgetter(0, 1, 2, 3, 4, 6, 7, 8, 12)
+
+
+def is_plain(rec: ChunkRecord, max_content: int = LEDGER_MAX_CONTENT) -> bool:
+    """Whether a record made of values of the chunk table's types (text; text or
+    null; integers; a boolean), not yet checked, plainly passes every rule of
+    every mode, as it is: ingest's hot path, in one expression.
+
+    Plainly: metadata is printable ASCII that stripping leaves unchanged, the
+    numbers are in range, the content is neither blank nor over `max_content`
+    characters and holds no NUL and no lone surrogate. A record that is not
+    plain is not necessarily invalid: the rule-by-rule checks decide, and name
+    the rule it breaks.
+    """
+    effective, expires, content = rec.effective_from, rec.expires_on, rec.content
+    return bool(
+        rec.section in _SECTION_SET
+        and rec.trust in _TRUST_SET
+        and len(rec.source_uri) <= MAX_URI
+        and _PLAIN_URI.fullmatch(rec.source_uri)
         and len(effective) == 10
         and _is_iso_date(effective)
         and (
             expires is None
-            or (
-                type(expires) is str
-                and len(expires) == 10
-                and expires > effective
-                and _is_iso_date(expires)
-            )
+            or (len(expires) == 10 and expires > effective and _is_iso_date(expires))
         )
-        and type(required) is bool
-        and type(chunk_id) is str
-        and IDENTIFIER_RE.fullmatch(chunk_id)
-        and type(version) is str
-        and len(version) <= MAX_SOURCE_VERSION
-        and _PLAIN_TEXT.fullmatch(version)
-        and type(permission) is str
-        and IDENTIFIER_RE.fullmatch(permission)
-        and type(dedupe_key) is str
-        and IDENTIFIER_RE.fullmatch(dedupe_key)
-        and type(tokens) is int
-        and 1 <= tokens <= MAX_TOKENS
-        and type(priority) is int
-        and 0 <= priority <= MAX_PRIORITY
-        and type(content) is str
+        and IDENTIFIER_RE.fullmatch(rec.id)
+        and len(rec.source_version) <= MAX_SOURCE_VERSION
+        and _PLAIN_TEXT.fullmatch(rec.source_version)
+        and IDENTIFIER_RE.fullmatch(rec.required_permission)
+        and IDENTIFIER_RE.fullmatch(rec.dedupe_key)
+        and 1 <= rec.estimated_tokens <= MAX_TOKENS
+        and 0 <= rec.priority <= MAX_PRIORITY
         and len(content) <= max_content
         and "\x00" not in content
         and not (content.isspace() or not content)
         and _utf8(content)
-    ):
-        return None
-    # Every value passed as it is stored; positional arguments in FIELDS order
-    # (half the cost of keywords).
-    return ChunkRecord(
-        chunk_id,
-        section,
-        uri,
-        version,
-        effective,
-        expires,
-        permission,
-        trust,
-        dedupe_key,
-        tokens,
-        priority,
-        required,
-        content.strip() if strip_content else content,
     )
-
-
-def plain_line(raw: bytes) -> ChunkRecord | None:
-    """The record of one line of JSON Lines for ingest, when the line is plainly one
-    plain record: what `loads_strict` and then `validate_chunk(obj, allow_nul=False,
-    ledger=True)` return for it, without their steps for unusual text (ingest's hot
-    path, in one place). Else None, and those steps name what is wrong.
-
-    The strict scanner refuses duplicate keys and non-finite numbers by raising; a
-    plain record holds only flat ASCII metadata and a content without lone
-    surrogates, so the nesting, byte-order-mark and surrogate checks of
-    `loads_strict` cannot refuse it.
-    """
-    try:
-        text = raw.decode("utf-8")
-        obj, end = SCAN(text, 0)
-    except Exception:  # anything the scanner refuses or chokes on: the full path says what
-        return None
-    if end != len(text) and text[end:].strip(JSON_SPACE):
-        return None
-    if type(obj) is not dict or len(obj) != len(FIELDS) or not _FIELD_SET.issuperset(obj):
-        return None
-    return _plain_record(obj, LEDGER_MAX_CONTENT, False)
 
 
 def _utf8(text: str) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 from typing import Any
 
 import pytest
@@ -373,66 +372,3 @@ def test_the_plain_fast_path_takes_the_common_record() -> None:
     assert _plain_record(raw(), 1_000_000, False) == validate_chunk(raw(), ledger=True)
     assert _plain_record(raw(source_version="2026 06"), 1_000_000, False) is not None
     assert _plain_record(raw(source_version=" 2026"), 1_000_000, False) is None
-
-
-def _line_variants(obj: dict[str, Any]) -> st.SearchStrategy[bytes]:
-    """`obj` as one line of JSON Lines, plainly or with what the strict parser or
-    the line rules refuse (a duplicate key, a non-finite number, nesting, a lone
-    surrogate escape, a byte-order mark, white space or text around the object)."""
-    text = json.dumps(obj)
-    body = text[1:-1]
-    return st.sampled_from(
-        [
-            text + "\n",
-            text,
-            text + "\r\n",
-            text + " \t\n",
-            json.dumps(obj, ensure_ascii=False, indent=None) + "\n",
-            " " + text + "\n",
-            "\ufeff" + text + "\n",
-            text + " x\n",
-            text + text + "\n",
-            "{" + body + ', "id": "dup-id"}\n',
-            "{" + body.replace('"priority": ', '"priority": NaN, "x": ', 1) + "}\n",
-            "{" + body.replace('"content": ', '"content": "\\ud800" "', 1) + "}\n",
-            text.replace('"content": "', '"content": "\\ud800', 1) + "\n",
-            text.replace('"estimated_tokens": ', '"estimated_tokens": [', 1).replace(
-                ', "priority"', '], "priority"', 1
-            )
-            + "\n",
-            "[" + text + "]\n",
-            "\n",
-        ]
-    ).map(lambda line: line.encode("utf-8", "surrogatepass"))
-
-
-@settings(max_examples=2000, deadline=None)
-@given(
-    line=st.lists(st.sampled_from(sorted(_EDGES)), max_size=2, unique=True)
-    .flatmap(lambda names: st.fixed_dictionaries({n: _EDGES[n] for n in names}))
-    .flatmap(lambda overrides: _line_variants(raw(**overrides)))
-)
-def test_the_plain_line_path_accepts_only_what_the_full_path_accepts(line: bytes) -> None:
-    """Ingest's line fast path (`plain_line`) is a shortcut for `loads_strict` then
-    `validate_chunk` in ingest's mode: whatever it accepts, they accept as the same
-    record; whatever they refuse, it leaves to them (their error, their message)."""
-    from ledger.core.records import plain_line
-    from ledger.core.strictjson import loads_strict
-
-    fast = plain_line(line)
-    try:
-        full = validate_chunk(loads_strict(line), allow_nul=False, ledger=True)
-    except InputError:
-        assert fast is None
-    else:
-        assert fast is None or fast == full
-
-
-def test_the_plain_line_path_takes_the_common_line() -> None:
-    """The shortcut is taken for an ordinary line (else it would be dead code)."""
-    from ledger.core.records import plain_line
-
-    line = (json.dumps(raw()) + "\n").encode()
-    assert plain_line(line) == validate_chunk(raw(), ledger=True)
-    assert plain_line(b" " + line) is None
-    assert plain_line(line.replace(b'"id": ', b'"id": "x", "id": ')) is None
