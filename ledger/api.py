@@ -706,8 +706,12 @@ def _check_counter(counter: str) -> None:
 
 def read_batch_lines(path: str) -> list[bytes]:
     """The lines of a `--batch` file (a regular file; see `check_input_file`)."""
-    from ledger.ingest.files import check_input_file
-    from ledger.ingest.source import MAX_BATCH_BYTES, MAX_BATCH_LINE_BYTES, read_lines
+    from ledger.ingest.source import (
+        MAX_BATCH_BYTES,
+        MAX_BATCH_LINE_BYTES,
+        check_input_file,
+        read_lines,
+    )
 
     check_input_file(path)
     # Through the one safe reader: streamed, each line and the whole file bounded.
@@ -732,7 +736,8 @@ def ingest_files(
     index, field and rule) or `RefusedError` (a changed version, a broken dedupe
     group); either way nothing is stored.
     """
-    from ledger.ingest.files import FORMATS, check_input_file, detect_format, read_records
+    from ledger.ingest.files import FORMATS, detect_format, read_records
+    from ledger.ingest.source import check_input_file
     from ledger.store.ingest import store_records
 
     if fmt not in FORMATS:

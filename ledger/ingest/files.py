@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -26,21 +25,13 @@ from ledger.core.records import (
     validate_chunk,
 )
 from ledger.core.strictjson import StrictJSONError, loads_strict
-from ledger.ingest.source import iter_lines, lstat_named, read_whole
+from ledger.ingest.source import check_input_file, iter_lines, read_whole
 from ledger.safeio import open_regular
 
 FORMATS = ("auto", "fixture", "json", "jsonl", "transcript")
 FIXTURE_KEYS = frozenset({"fixture_version", "selector_version", "request", "chunks"})
 
 Progress = Callable[[int], None]  # called with bytes consumed since the last call
-
-
-def check_input_file(path: str) -> None:
-    st = lstat_named(path, "file")
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"{path}: is a directory; pass chunk files")
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{path}: is not a regular file (device, pipe or socket)")
 
 
 def detect_format(path: str, fmt: str) -> str:

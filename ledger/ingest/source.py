@@ -62,6 +62,15 @@ def lstat_named(path: str, what: str) -> os.stat_result:
     return st
 
 
+def check_input_file(path: str) -> None:
+    """Refuse a path that is not a regular file (a directory, device, pipe or socket)."""
+    st = lstat_named(path, "file")
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{path}: is a directory; pass chunk files")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: is not a regular file (device, pipe or socket)")
+
+
 def read_whole(path: str, what: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     """The whole of a regular file of at most `limit` bytes."""
     with open_regular(path, what) as f:
