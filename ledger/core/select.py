@@ -482,40 +482,38 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         if losers:
             passed = [r for r in passed if r not in losers]
 
-    # Gate 6: per dedupe_key, the first by preference is kept.
+    # Gates 6 and 7 weigh the survivors in one order: the preference, each key
+    # computed once (its function the only Python step), the survivors sorted by
+    # it once. The order is total, so no two survivors tie.
     key_of = _weighing_key(order)
-    # Each survivor's preference key, computed once with no Python step but the key
-    # function: the duplicate groups and the budget order both sort by it.
-    keys = map(key_of, map(cands.__getitem__, passed))
-    key_at = dict(zip(passed, keys, strict=True)).__getitem__
-    kept: dict[str, int] = {}
-    rivals = [r for r in passed if kept.setdefault(cands[r].dedupe_key, r) != r]
-    if rivals:
-        contested: dict[str, list[int]] = {}
-        for r in rivals:
-            dedupe_key = cands[r].dedupe_key
-            if dedupe_key not in contested:
-                contested[dedupe_key] = [kept[dedupe_key]]
-            contested[dedupe_key].append(r)
-        beaten: list[int] = []
-        kept_detail = details["duplicate"]
-        for dedupe_key, group in contested.items():
-            best = min(group, key=key_at)  # the earliest of equals
-            kept[dedupe_key] = best
-            kept_detail[dedupe_key] = MappingProxyType({"kept": _ref(cands[best])})
-            group.remove(best)
-            beaten += group
-        required_beaten = [cands[r] for r in beaten if cands[r].required]
-        if required_beaten:
-            # Ingest refuses dedupe groups holding a required chunk; a caller that
-            # passes one anyway gets a failed build, never a silent drop.
-            first = min(required_beaten, key=_identity)
-            raise RequiredChunkError(first.id, "duplicate")
-        for r in beaten:
-            c = cands[r]
-            slots[r] = _new_tuple(Eviction, (c, "duplicate", kept_detail[c.dedupe_key]))
+    key_at = dict(zip(passed, map(key_of, map(cands.__getitem__, passed)), strict=True))
+    weighed = sorted(passed, key=key_at.__getitem__)
+    del key_at
 
-    # Gate 7: required first, all or nothing; then optional in preference order.
+    # Gate 6: per dedupe_key, the first by preference is kept.
+    kept: dict[str, int] = {}
+    kept_detail = details["duplicate"]
+    required_beaten: list[Candidate] = []
+    for r in weighed:
+        c = cands[r]
+        dedupe_key = c.dedupe_key
+        first = kept.setdefault(dedupe_key, r)
+        if first == r:
+            continue
+        detail = kept_detail.get(dedupe_key)
+        if detail is None:
+            detail = kept_detail[dedupe_key] = MappingProxyType({"kept": _ref(cands[first])})
+        slots[r] = _new_tuple(Eviction, (c, "duplicate", detail))
+        if c.required:
+            required_beaten.append(c)
+    if required_beaten:
+        # Ingest refuses dedupe groups holding a required chunk; a caller that
+        # passes one anyway gets a failed build, never a silent drop.
+        first_beaten = min(required_beaten, key=_identity)
+        raise RequiredChunkError(first_beaten.id, "duplicate")
+
+    # Gate 7: required first, all or nothing; then optional in preference order
+    # (the order the kept ones were kept in).
     budget = request.budget
     admitted: list[Candidate] = []
     optional: list[int] = []
@@ -530,7 +528,6 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     if needed > budget:
         raise RequiredOverBudgetError(needed, budget)
     remaining = budget - needed
-    optional.sort(key=key_at)
     budget_details: dict[tuple[int, int], MappingProxyType[str, Any]] = {}
     for r in optional:
         c = cands[r]
