@@ -548,7 +548,7 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         admitted.sort(key=default_output)  # already total
     else:
         admitted.sort(key=lambda c: (output(c), c.id, c.source_version, c.record_digest))
-    evicted = tuple([e for e in slots if e is not None])
+    evicted = tuple(filter(None, slots))  # the slots that hold an eviction (a 3-tuple)
     return Context(items=tuple(admitted), evicted=evicted, budget=budget)
 
 
