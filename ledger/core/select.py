@@ -482,27 +482,34 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         if losers:
             passed = [r for r in passed if r not in losers]
 
-    # Gates 6 and 7 weigh the survivors in one order: the preference, each key
-    # computed once (its function the only Python step), the survivors sorted by
-    # it once. The order is total, so no two survivors tie.
+    # Gates 6 and 7 weigh the survivors by the preference: each key computed once
+    # (its function the only Python step), in canonical order.
     key_of = _weighing_key(order)
-    key_at = dict(zip(passed, map(key_of, map(cands.__getitem__, passed)), strict=True))
-    weighed = sorted(passed, key=key_at.__getitem__)
-    del key_at
+    keys = list(map(key_of, map(cands.__getitem__, passed)))
 
-    # Gate 6: per dedupe_key, the first by preference is kept.
-    kept: dict[str, int] = {}
+    # Gate 6: per dedupe_key, the first by preference is kept (the earliest of
+    # equals). One walk in canonical order, which is the candidates' order in
+    # memory as often as not: a walk in preference order waits on memory at
+    # every step for a million of them.
+    best: dict[str, int] = {}  # dedupe key: the index in `passed` of its best so far
+    beaten: list[int] = []
+    for i, r in enumerate(passed):
+        dedupe_key = cands[r].dedupe_key
+        j = best.setdefault(dedupe_key, i)
+        if j != i:
+            loser = i
+            if keys[i] < keys[j]:
+                best[dedupe_key] = i
+                loser = j
+            beaten.append(passed[loser])
     kept_detail = details["duplicate"]
     required_beaten: list[Candidate] = []
-    for r in weighed:
+    for r in beaten:
         c = cands[r]
-        dedupe_key = c.dedupe_key
-        first = kept.setdefault(dedupe_key, r)
-        if first == r:
-            continue
-        detail = kept_detail.get(dedupe_key)
+        detail = kept_detail.get(c.dedupe_key)
         if detail is None:
-            detail = kept_detail[dedupe_key] = MappingProxyType({"kept": _ref(cands[first])})
+            chosen = cands[passed[best[c.dedupe_key]]]
+            detail = kept_detail[c.dedupe_key] = MappingProxyType({"kept": _ref(chosen)})
         slots[r] = _new_tuple(Eviction, (c, "duplicate", detail))
         if c.required:
             required_beaten.append(c)
@@ -511,14 +518,15 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         # passes one anyway gets a failed build, never a silent drop.
         first_beaten = min(required_beaten, key=_identity)
         raise RequiredChunkError(first_beaten.id, "duplicate")
+    kept = [passed[i] for i in sorted(best.values(), key=keys.__getitem__)]
+    del keys
 
-    # Gate 7: required first, all or nothing; then optional in preference order
-    # (the order the kept ones were kept in).
+    # Gate 7: required first, all or nothing; then optional in preference order.
     budget = request.budget
     admitted: list[Candidate] = []
     optional: list[int] = []
     needed = 0
-    for r in kept.values():
+    for r in kept:
         c = cands[r]
         if c.required:
             admitted.append(c)

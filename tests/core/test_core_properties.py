@@ -14,6 +14,7 @@ from ledger.core.select import (
     Request,
     RequiredChunkError,
     RequiredOverBudgetError,
+    default_preference,
     select,
 )
 
@@ -87,6 +88,18 @@ def test_selection_laws(candidates: list[Candidate], request: Request, rng: rand
     for e in ctx.evicted:
         if e.reason == "budget":
             assert e.detail["needed"] == e.candidate.tokens > e.detail["remaining"] >= 0
+    # Gate 6: a duplicate names the version its key kept, which was not itself a
+    # duplicate and comes first by preference (so it is the group's first).
+    by_digest = {c.record_digest: c for c in candidates}
+    not_duplicate = {c.record_digest for c in ctx.items} | {
+        e.candidate.record_digest for e in ctx.evicted if e.reason == "budget"
+    }
+    for e in ctx.evicted:
+        if e.reason == "duplicate":
+            kept = by_digest[e.detail["kept"]["record_digest"]]
+            assert kept.dedupe_key == e.candidate.dedupe_key
+            assert kept.record_digest in not_duplicate
+            assert default_preference(kept) < default_preference(e.candidate)
     # No required chunk is dropped: a required candidate is evicted only in the
     # ledger, only by gates 1-5, and only when another version of its id passed
     # gates 1-4 (else the build would have failed).
