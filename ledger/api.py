@@ -154,6 +154,7 @@ class Ledger:
 
         An error names the record by its index: `records[3]: field 'trust': ...`.
         """
+        from ledger.core.records import record_digest
         from ledger.ingest.files import validated
         from ledger.store.ingest import store_records
 
@@ -164,7 +165,8 @@ class Ledger:
                 where = f"records[{i}]"
                 yield where, validated(where, obj)
 
-        return store_records(self._engine, read(), paths=["records"], reread=read)
+        digested = ((where, rec, record_digest(rec)) for where, rec in read())
+        return store_records(self._engine, digested, paths=["records"], reread=read)
 
     def ingest_paths(
         self,
@@ -736,7 +738,7 @@ def ingest_files(
     index, field and rule) or `RefusedError` (a changed version, a broken dedupe
     group); either way nothing is stored.
     """
-    from ledger.ingest.files import FORMATS, detect_format, read_records
+    from ledger.ingest.files import FORMATS, detect_format, read_digested, read_records
     from ledger.ingest.source import check_input_file
     from ledger.store.ingest import store_records
 
@@ -754,7 +756,7 @@ def ingest_files(
     if priorities is not None:
         check_input_file(priorities)  # a named pipe or /dev/zero would hang the read
     notes: list[str] = []
-    records = read_records(
+    records = read_digested(
         paths,
         fmt,
         notes=notes,
@@ -764,7 +766,10 @@ def ingest_files(
     )
     # An exchange's dedupe_key is its own id, so a transcript needs no blame pass.
     reread = None if fmt == "transcript" else (lambda: read_records(paths, fmt, notes=[]))
-    return store_records(eng, records, paths=paths, reread=reread, notes=notes)
+    try:
+        return store_records(eng, records, paths=paths, reread=reread, notes=notes)
+    finally:
+        records.close()  # a refusal stops the reader (a second process, for a large file) now
 
 
 def build_transcript(

@@ -60,6 +60,10 @@ class UnreadableInputError(InputError):
         super().__init__(message)
         self.problem = problem
 
+    def __reduce__(self) -> tuple[type[UnreadableInputError], tuple[str, str]]:
+        # Pickled whole (ingest's reader process sends its errors so).
+        return (type(self), (str(self), self.problem))
+
 
 def open_regular(path: str | Path, what: str) -> BinaryIO:
     """Open `path` for reading if it is a regular file; else one line

@@ -61,6 +61,9 @@ MAX_SHORT_TEXT = 200
 EXCHANGE_SCOPE = "transcript"
 FIXTURE_MAX_CONTENT = 10_000
 LEDGER_MAX_CONTENT = 1_000_000
+# Ingest reads, validates and stores records a slice at a time (one statement per
+# slice; a second process reading a large file sends one slice per frame).
+INGEST_SLICE = 2000
 
 _FIELD_SET = frozenset(FIELDS)
 _SECTION_SET = frozenset(SECTIONS)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +22,7 @@ from ledger.core.records import (
     ChunkRecord,
     RecordError,
     is_plain,
+    record_digest,
     validate_chunk,
 )
 from ledger.core.strictjson import StrictJSONError, loads_strict
@@ -84,7 +85,8 @@ def plain_line(raw: bytes) -> ChunkRecord | None:
     return rec if is_plain(rec) else None
 
 
-def _iter_jsonl(path: str, progress: Progress | None) -> Iterator[tuple[str, ChunkRecord]]:
+def iter_jsonl(path: str, progress: Progress | None) -> Iterator[tuple[str, ChunkRecord]]:
+    """(where, validated record) of every line of a JSON Lines file, lazily."""
     # Streamed line by line, each line bounded by what a valid record can need.
     with open_regular(path, "chunk file") as f:
         lineno = 0
@@ -335,7 +337,7 @@ def read_records(
         check_input_file(path)
         kind = detect_format(path, fmt)
         if kind == "jsonl":
-            yield from _iter_jsonl(path, progress)  # validated as each line is read
+            yield from iter_jsonl(path, progress)  # validated as each line is read
         elif kind == "transcript":
             # The one path that writes a scope: an exchange read from a transcript.
             # A record of any other input cannot claim it (it is no record field).
@@ -345,6 +347,40 @@ def read_records(
             # `_iter_json` gets the requested format: `auto` takes an array or a fixture.
             for where, obj in _iter_json(path, fmt, notes, progress):
                 yield where, validated(where, obj)
+
+
+def read_digested(
+    paths: list[str],
+    fmt: str = "auto",
+    *,
+    notes: list[str],
+    progress: Progress | None = None,
+    transcript: tuple[str | None, str | None] = (None, None),
+    source_format: str | None = None,
+) -> Generator[tuple[str, ChunkRecord, str], None, None]:
+    """`read_records` with each record's digest: (where, record, record digest).
+
+    A large JSON Lines file is read by a second process while the caller
+    stores what it sent (`ledger.ingest.worker`); the records, and the errors,
+    are the same.
+    """
+    from ledger.ingest.worker import read_jsonl, worth_a_worker
+
+    for path in paths:
+        check_input_file(path)
+        if detect_format(path, fmt) == "jsonl" and worth_a_worker(path):
+            yield from read_jsonl(path, progress)
+            continue
+        one = read_records(
+            [path],
+            fmt,
+            notes=notes,
+            progress=progress,
+            transcript=transcript,
+            source_format=source_format,
+        )
+        for where, rec in one:
+            yield where, rec, record_digest(rec)
 
 
 def validated(where: str, obj: Any) -> ChunkRecord:

@@ -34,6 +34,7 @@ from ledger.core.canonical import canonical_bytes
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import (
     FIELDS,
+    INGEST_SLICE,
     ChunkRecord,
     RecordError,
     check_dedupe_groups,
@@ -44,9 +45,11 @@ from ledger.store.engine import insert_tuples, stream_tuples, write_transaction
 from ledger.store.fulltext import index_batch
 from ledger.store.schema import batches, versions
 
-SLICE = 2000  # records validated and written per statement
+SLICE = INGEST_SLICE  # records validated and written per statement
 
 Records = Iterable[tuple[str, ChunkRecord]]  # (where it was read, validated record)
+# ... and its record digest (`record_digest`): what the store takes.
+Digested = Iterable[tuple[str, ChunkRecord, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,13 +297,14 @@ def _blame_dedupe(
 
 def store_records(
     engine: Engine,
-    records: Records,
+    records: Digested,
     *,
     paths: list[str],
     reread: Callable[[], Records] | None = None,
     notes: Iterable[str] = (),
 ) -> IngestSummary:
-    """Store every record of `records` in one transaction and one ingest entry.
+    """Store every record of `records` (with its digest) in one transaction and
+    one ingest entry.
 
     `paths` name the inputs (the batch records their file names); `reread` reads the input
     again, only to name the record that breaks a dedupe group (None: the message
@@ -327,7 +331,7 @@ class _NothingNew(Exception):
 
 def _store(
     engine: Engine,
-    records: Records,
+    records: Digested,
     paths: list[str],
     names: list[str],
     reread: Callable[[], Records] | None,
@@ -346,8 +350,8 @@ def _store(
         )
         read = new = unchanged = 0
         pending: Pending = []
-        for where, rec in records:
-            pending.append((where, rec, record_digest(rec)))
+        for item in records:
+            pending.append(item)
             read += 1
             if len(pending) >= SLICE:
                 n, u = _store_slice(conn, pending, seq)
