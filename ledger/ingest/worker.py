@@ -39,9 +39,9 @@ import msgspec
 
 from ledger.core.errors import InputError, LedgerError
 from ledger.core.records import INGEST_SLICE, ChunkRecord, record_digest
+from ledger.ingest.files import Progress, iter_jsonl
 
 Digested = tuple[str, ChunkRecord, str]  # (where it was read, validated record, record digest)
-Progress = Callable[[int], None]  # ledger.ingest.files.Progress: bytes read since the last call
 
 DEFAULT_BYTES = 16 << 20
 _ENV = "LEDGER_INGEST_WORKER_BYTES"
@@ -139,8 +139,6 @@ def _frame(out: IO[bytes], kind: bytes, body: bytes) -> None:
 
 def main(path: str, out: IO[bytes]) -> None:
     """Read `path` and write its frames to `out` (the reader's side)."""
-    from ledger.ingest.files import iter_jsonl
-
     consumed = 0
 
     def count(n: int) -> None:
