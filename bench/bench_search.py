@@ -77,15 +77,18 @@ def ingest_time(url: str, path: Path, with_index: bool) -> float:
 
     engine = make_engine(url, create=True)
     upgrade_to_head(engine)
-    saved = store_ingest.index_batch
+    saved = store_ingest.index_batch, store_ingest.wants_index_payloads
     if not with_index:
-        store_ingest.index_batch = lambda conn, seq: 0  # type: ignore[assignment]
+        # No index step after the last slice (SQLite) and none slice by slice,
+        # nor its rows made by a reader process (PostgreSQL).
+        store_ingest.index_batch = lambda conn, seq, unindexed=False: 0  # type: ignore[assignment]
+        store_ingest.wants_index_payloads = lambda engine: False  # type: ignore[assignment]
     try:
         t0 = time.perf_counter()
         ingest_files(engine, [str(path)])
         return time.perf_counter() - t0
     finally:
-        store_ingest.index_batch = saved
+        store_ingest.index_batch, store_ingest.wants_index_payloads = saved
         engine.dispose()
 
 

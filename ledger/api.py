@@ -165,7 +165,7 @@ class Ledger:
                 where = f"records[{i}]"
                 yield where, validated(where, obj)
 
-        digested = ((where, rec, record_digest(rec)) for where, rec in read())
+        digested = ((where, rec, record_digest(rec), None) for where, rec in read())
         return store_records(self._engine, digested, paths=["records"], reread=read)
 
     def ingest_paths(
@@ -740,7 +740,7 @@ def ingest_files(
     """
     from ledger.ingest.files import FORMATS, detect_format, read_digested, read_records
     from ledger.ingest.source import check_input_file
-    from ledger.store.ingest import store_records
+    from ledger.store.ingest import store_records, wants_index_payloads
 
     if fmt not in FORMATS:
         raise InputError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -763,6 +763,7 @@ def ingest_files(
         progress=progress,
         transcript=(priorities, id_prefix),
         source_format=source_format,
+        index_payloads=wants_index_payloads(eng),
     )
     # An exchange's dedupe_key is its own id, so a transcript needs no blame pass.
     reread = None if fmt == "transcript" else (lambda: read_records(paths, fmt, notes=[]))

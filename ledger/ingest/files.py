@@ -357,19 +357,23 @@ def read_digested(
     progress: Progress | None = None,
     transcript: tuple[str | None, str | None] = (None, None),
     source_format: str | None = None,
-) -> Generator[tuple[str, ChunkRecord, str], None, None]:
-    """`read_records` with each record's digest: (where, record, record digest).
+    index_payloads: bool = False,
+) -> Generator[tuple[str, ChunkRecord, str, bytes | str | None], None, None]:
+    """`read_records` with each record's digest and None: (where, record,
+    record digest, None).
 
     A large JSON Lines file is read by a second process while the caller
     stores what it sent (`ledger.ingest.worker`); the records, and the errors,
-    are the same.
+    are the same. With `index_payloads` that process also makes each record's
+    PostgreSQL index row (`ledger.core.tsvector.index_payload`) in the place of
+    the None.
     """
     from ledger.ingest.worker import read_jsonl, worth_a_worker
 
     for path in paths:
         check_input_file(path)
         if detect_format(path, fmt) == "jsonl" and worth_a_worker(path):
-            yield from read_jsonl(path, progress)
+            yield from read_jsonl(path, progress, index_payloads)
             continue
         one = read_records(
             [path],
@@ -380,7 +384,7 @@ def read_digested(
             source_format=source_format,
         )
         for where, rec in one:
-            yield where, rec, record_digest(rec)
+            yield where, rec, record_digest(rec), None
 
 
 def validated(where: str, obj: Any) -> ChunkRecord:

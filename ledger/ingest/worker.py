@@ -11,11 +11,14 @@ line's own error after the slices before it.
 
 A file is read this way when it holds at least `LEDGER_INGEST_WORKER_BYTES`
 bytes (default 16 MiB; 0 for every JSON Lines file) and the machine has more
-than one processor. The reader is `python -m ledger.ingest.worker PATH`, the
+than one processor. The reader is `python -m ledger.ingest.worker PATH [--index-payloads]`, the
 same interpreter and package: it writes frames to its standard output, each a
 kind byte, a 4-byte length and a MessagePack body (msgspec, in C both ways):
 
-- `R`: (bytes read, [(where, record, record digest), ...]), one slice;
+- `R`: (bytes read, [(where, record, record digest, tsvector, terms), ...]),
+  one slice; when asked for (`--index-payloads`), the record's PostgreSQL index
+  row (`ledger.core.tsvector.index_payload`) is its tsvector (bytes) or its
+  terms (text), the other None; else both are None;
 - `E`: the `LedgerError` the reader raised (the one reading in one process
   raises), pickled, after which it stops;
 - `D`: the end of the file.
@@ -39,15 +42,20 @@ import msgspec
 
 from ledger.core.errors import InputError, LedgerError
 from ledger.core.records import INGEST_SLICE, ChunkRecord, record_digest
+from ledger.core.tsvector import index_payload
 from ledger.ingest.files import Progress, iter_jsonl
 
-Digested = tuple[str, ChunkRecord, str]  # (where it was read, validated record, record digest)
+# (where it was read, validated record, record digest, PostgreSQL index row or None)
+Digested = tuple[str, ChunkRecord, str, bytes | str | None]
 
 DEFAULT_BYTES = 16 << 20
 _ENV = "LEDGER_INGEST_WORKER_BYTES"
 
 _encode = msgspec.msgpack.Encoder().encode
-_decode_slice = msgspec.msgpack.Decoder(tuple[int, list[tuple[str, ChunkRecord, str]]]).decode
+# A frame's record: the payload in two fields (MessagePack has one union of
+# bytes and text, msgspec none).
+_Sent = tuple[str, ChunkRecord, str, bytes | None, str | None]
+_decode_slice = msgspec.msgpack.Decoder(tuple[int, list[_Sent]]).decode
 
 
 def worth_a_worker(path: str) -> bool:
@@ -63,15 +71,19 @@ def worth_a_worker(path: str) -> bool:
     return bool(sys.executable) and (os.cpu_count() or 1) > 1 and os.path.getsize(path) >= threshold
 
 
-def read_jsonl(path: str, progress: Progress | None = None) -> Iterator[Digested]:
-    """The (where, record, digest) of every line of `path`, read by a second process."""
+def read_jsonl(
+    path: str, progress: Progress | None = None, index_payloads: bool = False
+) -> Iterator[Digested]:
+    """The (where, record, digest, index payload or None) of every line of
+    `path`, read by a second process."""
     # The child imports this very package, wherever it was imported from.
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ledger.ingest.worker", path],
+            [sys.executable, "-m", "ledger.ingest.worker", path]
+            + (["--index-payloads"] if index_payloads else []),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -104,7 +116,8 @@ def receive(
             consumed, records = _decode_slice(body)
             if progress is not None:
                 progress(consumed)
-            yield from records
+            for where, rec, digest, tsv, terms in records:
+                yield where, rec, digest, tsv if terms is None else terms
         elif kind == b"E":
             raise _reported(body)
         elif kind == b"D":
@@ -137,7 +150,7 @@ def _frame(out: IO[bytes], kind: bytes, body: bytes) -> None:
     out.write(kind + len(body).to_bytes(4, "big") + body)
 
 
-def main(path: str, out: IO[bytes]) -> None:
+def main(path: str, out: IO[bytes], index_payloads: bool = False) -> None:
     """Read `path` and write its frames to `out` (the reader's side)."""
     consumed = 0
 
@@ -145,10 +158,13 @@ def main(path: str, out: IO[bytes]) -> None:
         nonlocal consumed
         consumed += n
 
-    pending: list[Digested] = []
+    pending: list[_Sent] = []
     try:
         for where, rec in iter_jsonl(path, count):
-            pending.append((where, rec, record_digest(rec)))
+            payload = index_payload(rec.title, rec.content) if index_payloads else None
+            terms = payload if isinstance(payload, str) else None
+            tsv = payload if isinstance(payload, bytes) else None
+            pending.append((where, rec, record_digest(rec), tsv, terms))
             if len(pending) >= INGEST_SLICE:  # the store's slices: see the module's text
                 _frame(out, b"R", _encode((consumed, pending)))
                 pending, consumed = [], 0
@@ -161,4 +177,4 @@ def main(path: str, out: IO[bytes]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.stdout.buffer)
+    main(sys.argv[1], sys.stdout.buffer, sys.argv[2:] == ["--index-payloads"])

@@ -17,12 +17,9 @@ erasing a body also removes its index row (`unindex`).
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from functools import cache
-from itertools import islice
 from typing import Any
 
 from sqlalchemy import Connection, CursorResult, text
@@ -37,12 +34,12 @@ from ledger.core.query import (
     RetrievalRecord,
     check_top,
     index_terms,
-    index_words,
     normalize_words,
     parse_candidates,
     parse_query,
     round_score,
 )
+from ledger.core.tsvector import index_payload
 from ledger.store.engine import copy_binary, stream_tuples
 from ledger.store.schema import versions
 
@@ -89,64 +86,8 @@ def _insert_sql(conn: Connection) -> str:
     )
 
 
-# PostgreSQL's parser (`to_tsvector`) was most of the index step's cost, and for
-# most terms its answer is known beforehand: lower-case ASCII words one space
-# apart get one lexeme each, at positions 1, 2, 3, ... Two exceptions (found by
-# comparing with the server every word of up to 3 letters and digits and 200,000
-# longer ones): a word that starts with a number in scientific notation and goes
-# on with a letter ("1e5abc" is "1e5" and "abc"), and a word met more than 255
-# times (to_tsvector keeps 255 of its positions, a tsvector's input 256). Other
-# terms (folded from non-ASCII text, which the server's parser and case folding
-# may split or lower differently) still go through `to_tsvector`: either way
-# the index holds the same tsvector, so search and ranking do not change.
-#
-# The known tsvectors go to the server in COPY's binary form (each word once,
-# with all its positions): reading the text form (`cors:1,3 use:2`) cost the
-# server as much again as the rest of the index row, and the binary one costs
-# no more to make here.
-_NUMBER_WORD = re.compile(r"[0-9]+e[0-9]+[a-z]")
-_NUMBER_LATER = re.compile(r" [0-9]+e[0-9]+[a-z]")
-_MAX_POSITIONS = 255
 _ROW = struct.Struct(">hiii")  # a COPY row: 2 fields; vid (4 bytes); the tsvector's length
 _COPY_ROWS = 100  # rows per write to the driver (about 30 kB: one round of its send loop)
-
-
-@cache
-def _uint16() -> list[bytes]:
-    """0 to 16383 as 2 big-endian bytes (a position, weight D, or a count), made
-    on the first index step (not by every import)."""
-    return [i.to_bytes(2, "big") for i in range(MAX_WORDS + 1)]
-
-
-def tsvector_binary(words: list[str]) -> bytes | None:
-    """`to_tsvector('simple', " ".join(words))` in the binary form the server
-    reads (`tsvectorrecv`: the number of words; per word its bytes, a zero
-    byte, the number of its positions and the positions, 2 bytes each); None
-    when only the server's parser can say.
-
-    `words` is `index_words`' output (letters and digits).
-    """
-    terms = " ".join(words)
-    if not (terms.isascii() and terms.islower()):
-        return None
-    if _NUMBER_WORD.match(terms) or _NUMBER_LATER.search(terms):
-        return None
-    uint16 = _uint16()
-    at: dict[str, list[bytes]] = {}
-    get = at.get
-    for word, position in zip(words, islice(uint16, 1, None), strict=False):
-        positions = get(word)
-        if positions is None:
-            at[word] = [position]
-        else:
-            positions.append(position)
-    if len(words) > _MAX_POSITIONS and max(map(len, at.values())) > _MAX_POSITIONS:
-        return None
-    body = [
-        word.encode() + b"\x00" + uint16[len(positions)] + b"".join(positions)
-        for word, positions in at.items()
-    ]
-    return len(at).to_bytes(4, "big") + b"".join(body)
 
 
 VersionRow = tuple[int, str | None, str | None]  # (vid, title, content)
@@ -184,28 +125,33 @@ def _insert_slice(conn: Connection, sql: str, batch: list[VersionRow]) -> None:
         texts = [(vid, fts5_text(title, content or "")) for vid, title, content in batch]
         conn.exec_driver_sql(sql, texts)
         return
-    # The tsvectors known beforehand stream in by one binary COPY, some rows at a
-    # time: the server stores them while the next ones are made. The others are
-    # parsed.
+    made = ((vid, index_payload(title, content or "")) for vid, title, content in batch)
+    index_payloads(conn, made)
+
+
+def index_payloads(conn: Connection, rows: Iterable[tuple[int, bytes | str]]) -> None:
+    """PostgreSQL: index versions by (vid, `index_payload`): the tsvectors known
+    beforehand stream in by one binary COPY, some rows at a time (the server
+    stores them while the next ones are made); the terms are parsed."""
     parse: list[tuple[int, str]] = []
 
     def known() -> Iterator[bytes]:
-        rows = []
-        for vid, title, content in batch:
-            words = index_words(title, content or "")
-            tsv = tsvector_binary(words)
-            if tsv is None:
-                parse.append((vid, " ".join(words)))
+        out = []
+        for vid, payload in rows:
+            if isinstance(payload, str):
+                parse.append((vid, payload))
                 continue
-            rows.append(_ROW.pack(2, 4, vid, len(tsv)) + tsv)
-            if len(rows) >= _COPY_ROWS:
-                yield b"".join(rows)
-                rows = []
-        yield b"".join(rows)
+            out.append(_ROW.pack(2, 4, vid, len(payload)) + payload)
+            if len(out) >= _COPY_ROWS:
+                yield b"".join(out)
+                out = []
+        yield b"".join(out)
 
     copy_binary(conn, TABLE, "vid, terms", known())
     if parse:
-        conn.exec_driver_sql(sql, ([vid for vid, _ in parse], [terms for _, terms in parse]))
+        conn.exec_driver_sql(
+            _insert_sql(conn), ([vid for vid, _ in parse], [terms for _, terms in parse])
+        )
 
 
 def index_rows(conn: Connection, rows: Iterable[VersionRow]) -> int:
@@ -236,18 +182,28 @@ def _version_rows(conn: Connection, where: str, params: dict[str, Any]) -> Any:
     return stream_tuples(conn, query.bindparams(**params), INDEX_SLICE)
 
 
-def index_batch(conn: Connection, seq: int) -> int:
-    """Index the versions an ingest batch added (inside the ingest's transaction).
+def index_batch(conn: Connection, seq: int, unindexed: bool = False) -> int:
+    """Index the versions an ingest batch added (inside the ingest's transaction);
+    with `unindexed`, only those not indexed yet (PostgreSQL: some were, slice
+    by slice, from rows a reader process made).
 
     A database whose schema predates the index (only reachable below the
     commands, which refuse a schema that is behind) has nothing to keep:
     migration 0005 indexes every version it finds.
     """
+    if not has_index(conn):
+        return 0
+    where = "batch_seq = :s"
+    if unindexed:
+        where += f" AND NOT EXISTS (SELECT 1 FROM {TABLE} i WHERE i.vid = chunk_versions.vid)"
+    return index_rows(conn, _version_rows(conn, where, {"s": seq}))
+
+
+def has_index(conn: Connection) -> bool:
+    """Whether the database has the full-text index (revision 0005 made it)."""
     from sqlalchemy import inspect
 
-    if not inspect(conn).has_table(TABLE):
-        return 0
-    return index_rows(conn, _version_rows(conn, "batch_seq = :s", {"s": seq}))
+    return bool(inspect(conn).has_table(TABLE))
 
 
 def index_all(conn: Connection) -> int:

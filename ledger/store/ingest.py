@@ -42,14 +42,25 @@ from ledger.core.records import (
 )
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import insert_tuples, stream_tuples, write_transaction
-from ledger.store.fulltext import index_batch
+from ledger.store.fulltext import has_index, index_batch, index_payloads
 from ledger.store.schema import batches, versions
 
 SLICE = INGEST_SLICE  # records validated and written per statement
 
 Records = Iterable[tuple[str, ChunkRecord]]  # (where it was read, validated record)
-# ... and its record digest (`record_digest`): what the store takes.
-Digested = Iterable[tuple[str, ChunkRecord, str]]
+# What the store takes: (where, record, its `record_digest`, and its PostgreSQL
+# index row as `ledger.core.tsvector.index_payload` makes it, or None).
+Payload = bytes | str | None
+Digested = Iterable[tuple[str, ChunkRecord, str, Payload]]
+
+
+def wants_index_payloads(engine: Engine) -> bool:
+    """Whether a reader process should make each record's index row for the
+    store: PostgreSQL's, whose words and tsvector cost as much as storing the
+    version (the store then indexes those slice by slice). SQLite's FTS5 does
+    the work itself, after the last slice, from the stored bodies; so do both
+    backends for the versions read without one."""
+    return engine.dialect.name == "postgresql"
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +170,7 @@ def _tampered(value: Any) -> bytes:
     return canonical_bytes({"tampered": repr(value)})
 
 
-Pending = list[tuple[str, ChunkRecord, str]]  # (where, record, record digest)
+Pending = list[tuple[str, ChunkRecord, str, Payload]]  # (where, record, digest, index payload)
 
 # The stored versions of a slice's ids. SQLite: the driver's own `IN (?, ...)`
 # (SQLAlchemy's rendering of an expanding parameter of 2,000 values per slice
@@ -174,13 +185,15 @@ _STORED_VERSIONS_PG = select(
 ).where(versions.c.chunk_id == any_(bindparam("ids", type_=ARRAY(versions.c.chunk_id.type))))
 
 
-def _store_slice(conn: Connection, recs: Pending, seq: int) -> tuple[int, int]:
-    """Write one slice of validated records; return (new, unchanged).
+def _store_slice(conn: Connection, recs: Pending, seq: int, index: bool) -> tuple[int, int, int]:
+    """Write one slice of validated records (and, with `index`, the rows of the
+    full-text index that came with them: `index_slice`); return (new, unchanged,
+    indexed).
 
     Earlier slices of this run are already in the table (same transaction), so
     the lookup below also catches a version repeated anywhere in the input.
     """
-    ids = sorted({rec.id for _, rec, _ in recs})
+    ids = sorted({rec.id for _, rec, _, _ in recs})
     if conn.dialect.name == "postgresql":
         found = conn.execute(_STORED_VERSIONS_PG, {"ids": ids})
     else:
@@ -189,13 +202,17 @@ def _store_slice(conn: Connection, recs: Pending, seq: int) -> tuple[int, int]:
     stored = {(chunk_id, version): digest for chunk_id, version, digest in found}
     seen: dict[tuple[str, str], str] = {}
     rows = []
+    added: Pending = []
     new = unchanged = 0
-    for where, rec, digest in recs:
+    for item in recs:
+        where, rec, digest, _ = item
         key = (rec.id, rec.source_version)
         known = stored.get(key) or seen.get(key)
         if known is None:
             seen[key] = digest
             rows.append(_row(rec, digest, seq))
+            if item[3] is not None:
+                added.append(item)
             new += 1
         elif known == digest or (
             rec.scope is not None and known == record_digest(replace(rec, scope=None))
@@ -210,7 +227,28 @@ def _store_slice(conn: Connection, recs: Pending, seq: int) -> tuple[int, int]:
             )
     if rows:
         _insert_rows(conn, rows)
-    return new, unchanged
+    if not (index and added):
+        return new, unchanged, 0
+    index_slice(conn, added)
+    return new, unchanged, len(added)
+
+
+# The version ids of a slice's new versions, by record digest (one array).
+_VIDS_PG = select(versions.c.record_digest, versions.c.vid).where(
+    versions.c.record_digest
+    == any_(bindparam("digests", type_=ARRAY(versions.c.record_digest.type)))
+)
+
+
+def index_slice(conn: Connection, added: Pending) -> None:
+    """PostgreSQL: the full-text index rows of a slice's new versions, from the
+    index rows read with them."""
+    digests = [digest for _, _, digest, _ in added]
+    vid_of = {r.record_digest: r.vid for r in conn.execute(_VIDS_PG, {"digests": digests})}
+    index_payloads(
+        conn,
+        ((vid_of[digest], payload) for _, _, digest, payload in added if payload is not None),
+    )
 
 
 def _check_dedupe_groups(conn: Connection, seq: int, reread: Callable[[], Records] | None) -> None:
@@ -348,17 +386,22 @@ def _store(
                 sources=json.dumps(names),
             )
         )
-        read = new = unchanged = 0
+        read = new = unchanged = indexed = 0
         pending: Pending = []
+        # The versions that came with their index rows are indexed slice by
+        # slice, the others after the last one (never in a database whose schema
+        # predates the index: only reachable below the commands, which refuse a
+        # schema that is behind).
+        by_slice = wants_index_payloads(engine) and has_index(conn)
         for item in records:
             pending.append(item)
             read += 1
             if len(pending) >= SLICE:
-                n, u = _store_slice(conn, pending, seq)
-                new, unchanged, pending = new + n, unchanged + u, []
+                n, u, i = _store_slice(conn, pending, seq, by_slice)
+                new, unchanged, indexed, pending = new + n, unchanged + u, indexed + i, []
         if pending:
-            n, u = _store_slice(conn, pending, seq)
-            new, unchanged = new + n, unchanged + u
+            n, u, i = _store_slice(conn, pending, seq, by_slice)
+            new, unchanged, indexed = new + n, unchanged + u, indexed + i
         if read == 0:
             raise InputError(
                 f"{', '.join(paths)}: no chunk records (an empty array or `chunks`); "
@@ -367,7 +410,8 @@ def _store(
         if new == 0:
             raise _NothingNew(read)
         _check_dedupe_groups(conn, seq, reread)
-        index_batch(conn, seq)  # the full-text index, in the same transaction
+        if indexed < new:  # the full-text index, in the same transaction
+            index_batch(conn, seq, unindexed=indexed > 0)
         conn.execute(
             update(batches)
             .where(batches.c.seq == seq)

@@ -9,6 +9,7 @@ import os
 import pickle
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -16,6 +17,7 @@ from sqlalchemy import text
 from ledger.api import ingest_files
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import record_digest
+from ledger.core.tsvector import index_payload
 from ledger.ingest.files import iter_jsonl
 from ledger.ingest.worker import read_jsonl, receive, worth_a_worker
 from ledger.store.engine import make_engine
@@ -35,13 +37,18 @@ def _lines(n: int) -> list[bytes]:
             line = line.replace(b'"trust":', b'"trust" :')
         if i % 5 == 2:
             line = line.replace(b"Body", 'Bödy \\u00e9 \\"quoted\\"'.encode())
+        if i % 7 == 3:  # a word only PostgreSQL's parser indexes (see ledger.core.tsvector)
+            line = line.replace(b"Body", b"Body 1e5abc")
         out.append(line)
     return out
 
 
-def _one_process(path: Path) -> tuple[list[tuple[str, object, str]], int]:
+def _one_process(path: Path, payloads: bool = False) -> tuple[list[Any], int]:
     consumed: list[int] = []
-    records = [(w, r, record_digest(r)) for w, r in iter_jsonl(str(path), consumed.append)]
+    records = [
+        (w, r, record_digest(r), index_payload(r.title, r.content) if payloads else None)
+        for w, r in iter_jsonl(str(path), consumed.append)
+    ]
     return records, sum(consumed)
 
 
@@ -55,6 +62,10 @@ def test_worker_reads_what_one_process_reads(tmp_path: Path) -> None:
     assert got == expected
     assert sum(consumed) == expected_bytes == path.stat().st_size
     assert len(consumed) == 3  # a progress report per frame
+    # With PostgreSQL's index rows: tsvectors, and terms for the server's parser.
+    with_payloads = list(read_jsonl(str(path), None, index_payloads=True))
+    assert with_payloads == _one_process(path, payloads=True)[0]
+    assert {type(item[3]) for item in with_payloads} == {bytes, str}
 
 
 def test_first_bad_line_comes_after_the_slices_before_it(tmp_path: Path) -> None:
@@ -98,8 +109,19 @@ def _stored(url: str) -> list[tuple[object, ...]]:
             )
         ).all()
         entries = conn.execute(text("SELECT seq, kind, payload_digest FROM entries")).all()
+        if engine.dialect.name == "postgresql":
+            index = conn.execute(text("SELECT vid, terms::text FROM search_index ORDER BY 1")).all()
+        else:  # a contentless FTS5 table: which versions each word finds
+            index = [
+                conn.execute(
+                    text("SELECT rowid FROM search_index WHERE search_index MATCH :w ORDER BY 1"),
+                    {"w": word},
+                ).all()
+                for word in ("body", "1e5abc", "quoted")
+            ]
     engine.dispose()
-    return [tuple(r) for r in rows] + [tuple(e) for e in entries]
+    assert all(index)  # every word finds versions (PostgreSQL: every row has terms)
+    return [tuple(r) for r in rows] + [tuple(e) for e in entries] + [tuple(i) for i in index]
 
 
 def test_ingest_through_the_worker_stores_the_same_ledger(
@@ -115,6 +137,29 @@ def test_ingest_through_the_worker_stores_the_same_ledger(
         summary = ingest_files(engine, [str(path)])
         engine.dispose()
         assert (summary.read, summary.new) == (LINES, LINES)
+        stored[name] = _stored(url)
+    assert stored["worker"] == stored["one"]
+
+
+def test_a_large_and_a_small_file_in_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_db: Callable[[str], str]
+) -> None:
+    # The large file by the reader process (PostgreSQL: with its index rows,
+    # indexed slice by slice), the small one in this process (indexed after the
+    # last slice): every version indexed once, as in one process.
+    big, small = tmp_path / "big.jsonl", tmp_path / "small.jsonl"
+    big.write_bytes(jsonl_bytes(_lines(LINES)))
+    small.write_bytes(
+        jsonl_bytes([record_text(id=f"extra-{i}", dedupe_key=f"extra-{i}") for i in range(5)])
+    )
+    stored = {}
+    for name, threshold in (("worker", big.stat().st_size), ("one", 10**12)):
+        monkeypatch.setenv("LEDGER_INGEST_WORKER_BYTES", str(threshold))
+        url = _url(new_db(name))
+        engine = make_engine(url)
+        summary = ingest_files(engine, [str(big), str(small)])
+        engine.dispose()
+        assert (summary.read, summary.new) == (LINES + 5, LINES + 5)
         stored[name] = _stored(url)
     assert stored["worker"] == stored["one"]
 

@@ -13,8 +13,9 @@ from sqlalchemy import Engine, inspect
 
 from ledger.api import ingest_files
 from ledger.core.query import MAX_WORD, MAX_WORDS, index_terms, index_words
+from ledger.core.tsvector import tsvector_binary
 from ledger.store.engine import make_engine, read_transaction, write_transaction
-from ledger.store.fulltext import TABLE, fts5_text, tsvector_binary, unindex
+from ledger.store.fulltext import TABLE, fts5_text, unindex
 from ledger.store.migrate import downgrade_to, upgrade_to_head
 from ledger.store.search import search
 from tests.conftest import chunk, write_jsonl
