@@ -11,9 +11,10 @@ line's own error after the slices before it.
 
 A file is read this way when it holds at least `LEDGER_INGEST_WORKER_BYTES`
 bytes (default 16 MiB; 0 for every JSON Lines file) and the machine has more
-than one processor. The reader is `python -m ledger.ingest.worker PATH [--index-payloads]`, the
-same interpreter and package: it writes frames to its standard output, each a
-kind byte, a 4-byte length and a MessagePack body (msgspec, in C both ways):
+than one processor. The reader is `python -m ledger.ingest.worker PATH
+[--index-payloads]`, the same interpreter and package: it writes frames to its
+standard output, each a kind byte, a 4-byte length and a MessagePack body
+(msgspec, in C both ways):
 
 - `R`: (bytes read, [(where, record, record digest, tsvector, terms), ...]),
   one slice; when asked for (`--index-payloads`), the record's PostgreSQL index
@@ -46,7 +47,7 @@ from ledger.core.tsvector import index_payload
 from ledger.ingest.files import Progress, iter_jsonl
 
 # (where it was read, validated record, record digest, PostgreSQL index row or None)
-Digested = tuple[str, ChunkRecord, str, bytes | str | None]
+ReadRecord = tuple[str, ChunkRecord, str, bytes | str | None]
 
 DEFAULT_BYTES = 16 << 20
 _ENV = "LEDGER_INGEST_WORKER_BYTES"
@@ -73,7 +74,7 @@ def worth_a_worker(path: str) -> bool:
 
 def read_jsonl(
     path: str, progress: Progress | None = None, index_payloads: bool = False
-) -> Iterator[Digested]:
+) -> Iterator[ReadRecord]:
     """The (where, record, digest, index payload or None) of every line of
     `path`, read by a second process."""
     # The child imports this very package, wherever it was imported from.
@@ -101,7 +102,7 @@ def read_jsonl(
 
 def receive(
     stream: IO[bytes], progress: Progress | None, stopped: Callable[[], str] | None = None
-) -> Iterator[Digested]:
+) -> Iterator[ReadRecord]:
     """The records of a reader's frames on `stream` (see the module's text);
     `stopped()` says why the reader stopped when its frames end early."""
     while True:
