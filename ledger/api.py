@@ -154,8 +154,7 @@ class Ledger:
 
         An error names the record by its index: `records[3]: field 'trust': ...`.
         """
-        from ledger.core.records import record_digest
-        from ledger.ingest.files import validated
+        from ledger.ingest.files import validated, with_digests
         from ledger.store.ingest import store_records
 
         items = list(records)
@@ -165,8 +164,7 @@ class Ledger:
                 where = f"records[{i}]"
                 yield where, validated(where, obj)
 
-        digested = ((where, rec, record_digest(rec), None) for where, rec in read())
-        return store_records(self._engine, digested, paths=["records"], reread=read)
+        return store_records(self._engine, with_digests(read()), paths=["records"], reread=read)
 
     def ingest_paths(
         self,

@@ -383,8 +383,16 @@ def read_digested(
             transcript=transcript,
             source_format=source_format,
         )
-        for where, rec in one:
-            yield where, rec, record_digest(rec), None
+        yield from with_digests(one)
+
+
+def with_digests(
+    records: Iterable[tuple[str, ChunkRecord]],
+) -> Iterator[tuple[str, ChunkRecord, str, bytes | str | None]]:
+    """(where, record) as the store takes them: (where, record, record digest,
+    None for the index row it makes itself)."""
+    for where, rec in records:
+        yield where, rec, record_digest(rec), None
 
 
 def validated(where: str, obj: Any) -> ChunkRecord:

@@ -205,13 +205,13 @@ def _store_slice(conn: Connection, recs: Pending, seq: int, index: bool) -> tupl
     added: Pending = []
     new = unchanged = 0
     for item in recs:
-        where, rec, digest, _ = item
+        where, rec, digest, payload = item
         key = (rec.id, rec.source_version)
         known = stored.get(key) or seen.get(key)
         if known is None:
             seen[key] = digest
             rows.append(_row(rec, digest, seq))
-            if item[3] is not None:
+            if payload is not None:
                 added.append(item)
             new += 1
         elif known == digest or (

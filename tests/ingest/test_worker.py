@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from ledger.api import ingest_files
+from ledger.api import database_url, ingest_files
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import record_digest
 from ledger.core.tsvector import index_payload
@@ -95,10 +95,6 @@ def test_missing_file_is_the_same_error(tmp_path: Path) -> None:
     assert str(worker.value) == str(one_process.value)
 
 
-def _url(db: str) -> str:
-    return db if "://" in db else "sqlite:///" + db
-
-
 def _stored(url: str) -> list[tuple[object, ...]]:
     engine = make_engine(url)
     with engine.connect() as conn:
@@ -132,7 +128,7 @@ def test_ingest_through_the_worker_stores_the_same_ledger(
     stored = {}
     for name, threshold in (("worker", "0"), ("one", str(10**12))):
         monkeypatch.setenv("LEDGER_INGEST_WORKER_BYTES", threshold)
-        url = _url(new_db(name))
+        url = database_url(new_db(name))
         engine = make_engine(url)
         summary = ingest_files(engine, [str(path)])
         engine.dispose()
@@ -155,7 +151,7 @@ def test_a_large_and_a_small_file_in_one_batch(
     stored = {}
     for name, threshold in (("worker", big.stat().st_size), ("one", 10**12)):
         monkeypatch.setenv("LEDGER_INGEST_WORKER_BYTES", str(threshold))
-        url = _url(new_db(name))
+        url = database_url(new_db(name))
         engine = make_engine(url)
         summary = ingest_files(engine, [str(big), str(small)])
         engine.dispose()
@@ -168,7 +164,7 @@ def test_a_changed_version_is_refused_through_the_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_db: Callable[[str], str]
 ) -> None:
     monkeypatch.setenv("LEDGER_INGEST_WORKER_BYTES", "0")
-    url = _url(new_db("refuse"))
+    url = database_url(new_db("refuse"))
     engine = make_engine(url)
     first = tmp_path / "first.jsonl"
     first.write_bytes(jsonl_bytes(_lines(10)))
