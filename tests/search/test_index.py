@@ -8,14 +8,18 @@ import string
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine, inspect
 
 from ledger.api import ingest_files
 from ledger.core.query import MAX_WORD, MAX_WORDS, index_terms, index_words
-from ledger.core.tsvector import tsvector_binary
+from ledger.core.records import record_digest
+from ledger.core.tsvector import index_payload, tsvector_binary
+from ledger.ingest.files import validated
 from ledger.store.engine import make_engine, read_transaction, write_transaction
 from ledger.store.fulltext import TABLE, fts5_text, unindex
+from ledger.store.ingest import store_records
 from ledger.store.migrate import downgrade_to, upgrade_to_head
 from ledger.store.search import search
 from tests.conftest import chunk, write_jsonl
@@ -153,6 +157,55 @@ def test_repeated_words_are_written_once_with_their_positions(db_url: str, tmp_p
                     "WHERE s.terms::text <> to_tsvector('simple', lower(v.content))::text"
                 ).all()
                 assert differ == []
+
+
+def test_each_version_is_indexed_under_its_own_id_across_slices(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Slices of new versions among versions already stored, each record with
+    the index row a reader process makes (PostgreSQL writes those with the ids
+    its versions are given; SQLite indexes the stored bodies): every version is
+    found by its own word, and holds its own words."""
+
+    def digested(records: list[dict[str, Any]]) -> Iterator[tuple[str, Any, str, Any]]:
+        for i, obj in enumerate(records, 1):
+            rec = validated(f"line {i}", obj)
+            yield f"line {i}", rec, record_digest(rec), index_payload(None, rec.content)
+
+    def body(i: int) -> str:
+        return f"word{i}x and {'more ' * (i % 5)}"
+
+    engine = make_engine(db_url)
+    try:
+        # Every third record is stored already; a slice holds 2,000 records.
+        old = [
+            chunk(id=f"old-{i}", dedupe_key=f"k-{i}", content=body(i)) for i in range(0, 3000, 3)
+        ]
+        store_records(engine, digested(old), paths=["a.jsonl"])
+        both = [
+            old[i // 3]
+            if i % 3 == 0
+            else chunk(id=f"new-{i}", dedupe_key=f"k-{i}", content=body(i))
+            for i in range(3000)
+        ]
+        summary = store_records(engine, digested(both), paths=["b.jsonl"])
+        assert (summary.new, summary.unchanged) == (2000, 1000)
+        for i in (1, 2, 3, 1999, 2000, 2998, 2999):
+            assert ids(engine, f"word{i}x") == [both[i]["id"]]
+        with read_transaction(engine) as conn:
+            if engine.dialect.name == "postgresql":
+                rows = conn.exec_driver_sql(
+                    f"SELECT v.chunk_id, s.terms::text = to_tsvector('simple', v.content)::text "
+                    f"FROM chunk_versions v JOIN {TABLE} s ON s.vid = v.vid"
+                ).all()
+            else:
+                rows = conn.exec_driver_sql(
+                    f"SELECT v.chunk_id, 1 FROM chunk_versions v JOIN {TABLE} s ON s.rowid = v.vid"
+                ).all()
+        assert sorted(cid for cid, _ in rows) == sorted(c["id"] for c in both)
+        assert all(same for _, same in rows)
+    finally:
+        engine.dispose()
 
 
 def test_the_index_has_no_foreign_key_to_the_versions(db_url: str) -> None:
