@@ -372,7 +372,7 @@ def read_digested(
 
     for path in paths:
         check_input_file(path)
-        if detect_format(path, fmt) == "jsonl" and worth_a_worker(path):
+        if detect_format(path, fmt) == "jsonl" and worth_a_worker(path, index_payloads):
             yield from read_jsonl(path, progress, index_payloads)
             continue
         one = read_records(

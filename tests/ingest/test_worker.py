@@ -231,10 +231,21 @@ def test_threshold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     two_processors = (os.cpu_count() or 1) > 1
     monkeypatch.delenv("LEDGER_INGEST_WORKER_BYTES", raising=False)
     assert worth_a_worker(str(path)) is False  # far below the default
+    assert worth_a_worker(str(path), index_payloads=True) is False
+    # The defaults: 16 MiB, and 8 MiB when the reader also makes the index rows.
+    with path.open("r+b") as f:
+        f.truncate(8 << 20)
+    assert worth_a_worker(str(path)) is False
+    assert worth_a_worker(str(path), index_payloads=True) is two_processors
+    with path.open("r+b") as f:
+        f.truncate(16 << 20)
+    assert worth_a_worker(str(path)) is two_processors
+    path.write_bytes(jsonl_bytes(_lines(3)))
     monkeypatch.setenv("LEDGER_INGEST_WORKER_BYTES", str(size))
     assert worth_a_worker(str(path)) is two_processors
     monkeypatch.setenv("LEDGER_INGEST_WORKER_BYTES", str(size + 1))
     assert worth_a_worker(str(path)) is False
+    assert worth_a_worker(str(path), index_payloads=True) is False  # the setting rules both
     monkeypatch.setenv("LEDGER_INGEST_WORKER_BYTES", "16M")
     with pytest.raises(InputError, match="LEDGER_INGEST_WORKER_BYTES='16M': expected a number"):
         worth_a_worker(str(path))
