@@ -14,8 +14,7 @@ bytes (default 16 MiB, 8 MiB when the reader also makes the index rows; 0 for
 every JSON Lines file) and the machine has more than one processor. The
 reader is `python -m ledger.ingest.worker PATH [--index-payloads]`, the same
 interpreter and package: it writes frames to its standard output, each a kind
-byte, a 4-byte length and a MessagePack body
-(msgspec, in C both ways):
+byte, a 4-byte length and a MessagePack body (msgspec, in C both ways):
 
 - `R`: (bytes read, [(where, record, record digest, tsvector, terms), ...]),
   one slice; when asked for (`--index-payloads`), the record's PostgreSQL index

@@ -118,11 +118,11 @@ def _insert_rows(
     insert_tuples(conn, versions, ("vid", *_ROW_COLUMNS), with_vids)
 
 
-# PostgreSQL: `n` consecutive version ids drawn from the column's own sequence in
-# one step, the last returned (a `nextval` per row of a generated series cost 6
-# ms per 2,000, a fifth of the index). Consecutive because every ledger writer holds the
-# write lock (`write_transaction`); a version id drawn twice anyway would fail
-# the insert on the primary key, never be stored twice.
+# PostgreSQL: `n` consecutive version ids drawn from the column's own sequence
+# in one step, the last returned (a `nextval` per id, over a generated series,
+# cost 6 ms per 2,000). Consecutive because every ledger writer holds the write
+# lock (`write_transaction`); an id drawn twice anyway would fail the insert on
+# the primary key, never be stored twice.
 _DRAW_VIDS_PG = (
     "SELECT setval(s.seq, nextval(s.seq) + %(n)s - 1) FROM "
     "(SELECT pg_get_serial_sequence('chunk_versions', 'vid')::regclass AS seq) AS s"
@@ -130,9 +130,10 @@ _DRAW_VIDS_PG = (
 
 
 def _draw_vids(conn: Connection, n: int) -> list[int]:
-    """The ids of a slice's `n` new versions, in ingest order, known before
-    their COPY, so that their index rows go with them: looking them up after
-    by record digest cost the server as much as storing the index rows."""
+    """PostgreSQL: the ids of a slice's `n` new versions, in ingest order,
+    known before their COPY, so that their index rows go with them: looking
+    them up after by record digest cost the server as much as storing the
+    index rows."""
     last = int(conn.exec_driver_sql(_DRAW_VIDS_PG, {"n": n}).scalar_one())
     return list(range(last - n + 1, last + 1))
 
