@@ -145,3 +145,5 @@ def test_candidates_of_rows_makes_the_candidates_the_constructor_makes() -> None
         with pytest.raises(dataclasses.FrozenInstanceError):
             c.tokens = 1  # type: ignore[misc]
     assert candidates_of_rows([]) == []
+    with pytest.raises(ValueError, match="a candidate row has 12 fields, not 14"):
+        candidates_of_rows([rows[0], rows[1][:12]])  # a short row anywhere
