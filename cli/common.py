@@ -67,7 +67,22 @@ def pass_ledger(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def echo_json(data: Any) -> None:
     """SPEC: data alone on stdout, keys sorted, stable order."""
-    click.echo(json.dumps(data, sort_keys=True, ensure_ascii=False, indent=2))
+    click.echo(json_text(data))
+
+
+def json_text(data: Any) -> str:
+    """`json.dumps(data, sort_keys=True, ensure_ascii=False, indent=2)`: the
+    same text, made faster. The standard library indents in Python (a hint's
+    0.9 MB of displaced chunks: 25 ms); its compact encoder is in C, and
+    msgspec indents that text in C without re-encoding a value (4 ms). What
+    JSON cannot hold (NaN, a lone surrogate) takes the standard way."""
+    import msgspec
+
+    compact = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return msgspec.json.format(compact, indent=2)
+    except (msgspec.DecodeError, UnicodeEncodeError):
+        return json.dumps(data, sort_keys=True, ensure_ascii=False, indent=2)
 
 
 @contextmanager

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ledger.core.reasons import short_detail
-from ledger_cli.common import echo_json, json_option, pass_ledger, render_table
+from ledger_cli.common import echo_json, json_option, json_text, pass_ledger, render_table
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -164,11 +164,9 @@ def export_command(lg: Ledger, pack: str, fmt: str, with_content: bool, output: 
     ledger export 1 --format markdown --with-content -o context.md
     ledger export 1 --format json
     """
-    import json
-
     if fmt == "json":
         manifest = lg.export(pack, "json", with_content).to_json()
-        text = json.dumps(manifest, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+        text = json_text(manifest) + "\n"
     else:
         text = lg.export(pack, "markdown", with_content)
     if output is None:
