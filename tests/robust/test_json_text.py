@@ -27,7 +27,7 @@ SCALARS = (
     | st.booleans()
     | st.integers(min_value=-(2**80), max_value=2**80)
     | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(alphabet=st.characters(codec=None), max_size=12)
+    | st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=12)
 )
 VALUES = st.recursive(
     SCALARS,
