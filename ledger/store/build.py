@@ -18,7 +18,9 @@ from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypedDict, TypeVar, Unpack
 
-from sqlalchemy import Connection, Engine, and_, func, insert, select
+import msgspec
+from sqlalchemy import Connection, Engine, Text, and_, cast, func, insert, select
+from sqlalchemy.exc import DBAPIError
 
 from ledger.core.canonical import canonical_json, plain_strings, strings_json, trusted_json
 from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
@@ -34,7 +36,7 @@ from ledger.core.select import (
     Candidate,
     Order,
     Request,
-    candidates_of_rows,
+    candidates_of_columns,
     collector_paused,
 )
 from ledger.core.select import select as run_selector
@@ -246,7 +248,8 @@ def load_candidates(
     stored_as = {"id": c.chunk_id, "tokens": c.estimated_tokens, "ingest_rank": c.batch_seq}
     cols = [stored_as[name] if name in stored_as else c[name] for name in CANDIDATE_ROW]
     cols.append(c.vid)
-    query = select(*cols).where(c.batch_seq <= mark)
+    json_array = _JSON_ARRAY[conn.dialect.name]
+    query = select(*map(json_array, cols)).where(c.batch_seq <= mark)
     # By the stored scope, which only the transcript ingest path writes: never
     # by a field a record carries (a `transcript://` URI is an ordinary URI).
     if scope == DOCUMENTS:
@@ -260,36 +263,79 @@ def load_candidates(
         raise InputError(f"unknown pack scope {scope!r}")
     if where is not None:
         query = query.where(where)
-    rows = fetch_tuples(
-        conn, query
-    )  # plain tuples: one Row object per candidate costs a third more
-    if conn.dialect.name == "sqlite" and not _typed_candidates(rows):
-        # SQLite keeps any type in any column: a number the selector computes
-        # with that is not an integer is a changed file, not a selector crash.
-        odd = next(r for r in rows if not _typed_candidates([r]))
+    try:
+        (texts,) = fetch_tuples(conn, query)
+    except DBAPIError as exc:
+        if "JSON cannot hold BLOB" not in str(exc.orig):
+            raise
         raise IntegrityError(
-            f"chunk {odd[0]}@{odd[1]} (entry {odd[13]}): a stored field has the wrong "
-            "type; the database was altered: run `ledger verify`"
-        )
+            "a chunk version holds a BLOB where a text or number belongs: the database "
+            "was altered; run `ledger verify` to name the entry"
+        ) from None
+    columns = _stored_columns(texts)
+    vids = columns[-1]
     if counter != ESTIMATED:
-        tokens = count_tokens(conn, [r[14] for r in rows], counter)
-        rows = [(*r[:8], tokens[r[14]], *r[9:]) for r in rows]
-    digests, vids = map(itemgetter(11), rows), map(itemgetter(14), rows)
-    return candidates_of_rows(rows), dict(zip(digests, vids, strict=True))
+        tokens = count_tokens(conn, vids, counter)
+        columns[_TOKENS_AT] = list(map(tokens.__getitem__, vids))
+    digests = columns[_DIGEST_AT]
+    return candidates_of_columns(columns), dict(zip(digests, vids, strict=True))
 
 
-def _typed_candidates(rows: list[tuple[Any, ...]]) -> bool:
-    """Whether the stored rows' tokens and priorities are integers, their
-    `required` 0 or 1 and their digests text (a column at a time, in C;
-    `load_candidates` then names the first row that is not)."""
-    required = list(map(itemgetter(10), rows))
-    return (
-        _ints(map(itemgetter(8), rows))
-        and _ints(map(itemgetter(9), rows))
-        and _ints(required)
-        and set(required) <= {0, 1}
-        and set(map(type, map(itemgetter(11), rows))) <= {str}
-        and set(map(type, map(itemgetter(12), rows))) <= {str}
+# The candidates are read as one row of JSON arrays, one per column (the
+# aggregates of one scan see the rows in the same order), decoded by msgspec
+# with each column's type checked in C, and made into Candidates a column at a
+# time. 100,000 versions on SQLite: 255 ms, against 325 ms for a tuple per row
+# (the driver converts every value through the C API), a type check after and
+# the rows' columns taken apart; on PostgreSQL about the same either way.
+_JSON_ARRAY: dict[str, Callable[[Any], Any]] = {
+    "sqlite": func.json_group_array,
+    # json_agg of no rows is NULL, not [].
+    "postgresql": lambda col: func.coalesce(cast(func.json_agg(col), Text), "[]"),
+}
+# Each column's decoder, and the check that names the row it refused.
+_KIND_OF = {
+    "expires_on": "text or null",
+    "required": "flag",  # 0/1 in SQLite, a boolean in PostgreSQL
+    **dict.fromkeys(("tokens", "priority", "ingest_rank", "vid"), "integer"),
+}
+_KINDS: dict[str, tuple[Callable[[str], list[Any]], Callable[[Any], bool]]] = {
+    "text": (msgspec.json.Decoder(list[str]).decode, lambda v: type(v) is str),
+    "text or null": (
+        msgspec.json.Decoder(list[str | None]).decode,
+        lambda v: v is None or type(v) is str,
+    ),
+    "integer": (msgspec.json.Decoder(list[int]).decode, lambda v: type(v) is int),
+    "flag": (
+        msgspec.json.Decoder(list[bool | int]).decode,
+        lambda v: type(v) in (bool, int) and v in (0, 1),
+    ),
+}
+_COLUMN_KINDS = tuple(_KINDS[_KIND_OF.get(name, "text")] for name in (*CANDIDATE_ROW, "vid"))
+_TOKENS_AT, _REQUIRED_AT = CANDIDATE_ROW.index("tokens"), CANDIDATE_ROW.index("required")
+_DIGEST_AT, _INGEST_AT = CANDIDATE_ROW.index("record_digest"), CANDIDATE_ROW.index("ingest_rank")
+
+
+def _stored_columns(texts: Sequence[str]) -> list[list[Any]]:
+    """The decoded columns of `load_candidates`' row. SQLite keeps any type in any
+    column: a value of the wrong type (a number the selector computes with that
+    is not an integer, a `required` not 0 or 1) is a changed file, named by its
+    chunk version and entry, not a selector crash."""
+    try:
+        columns = [kind[0](text) for kind, text in zip(_COLUMN_KINDS, texts, strict=True)]
+        if set(columns[_REQUIRED_AT]) <= {0, 1}:
+            return columns
+    except msgspec.ValidationError:
+        pass
+    rows = zip(*map(msgspec.json.decode, texts), strict=True)
+    odd = next(
+        (r for r in rows if not all(k[1](v) for k, v in zip(_COLUMN_KINDS, r, strict=True))),
+        None,
+    )
+    where = (
+        "a chunk version" if odd is None else f"chunk {odd[0]}@{odd[1]} (entry {odd[_INGEST_AT]})"
+    )
+    raise IntegrityError(
+        f"{where}: a stored field has the wrong type; the database was altered: run `ledger verify`"
     )
 
 

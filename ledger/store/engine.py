@@ -291,8 +291,9 @@ def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
     sql, args = _driver_statement(conn, statement)
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        cursor.execute(sql, args)
-        return list(cursor.fetchall())
+        with _driver_errors(conn, sql):
+            cursor.execute(sql, args)
+            return list(cursor.fetchall())
     finally:
         cursor.close()
 

@@ -116,34 +116,40 @@ def test_empty_and_negative_budget() -> None:
         Context.empty(-1)
 
 
-def test_candidates_of_rows_makes_the_candidates_the_constructor_makes() -> None:
-    from ledger.core.select import CANDIDATE_ROW, candidates_of_rows
+def test_candidates_of_columns_makes_the_candidates_the_constructor_makes() -> None:
+    from ledger.core.select import CANDIDATE_ROW, candidates_of_columns
 
     rows = [
         ("a1", "v1", "policy", "2026-01-01", None, "read", "approved-source", "a", 10, 5, 1)
         + ("d" * 64, "c" * 64, 3, "ignored"),
         ("b2", "v9", "state", "2025-12-31", "2027-01-01", "p", "t", "k", 0, 0, 0)
-        + ("e" * 64, "f" * 64, 7),
+        + ("e" * 64, "f" * 64, 7, "ignored"),
         ("c3", "v1", "evidence", "2026-02-02", None, "p", "t", "k", 4, 100, True)
-        + ("g" * 64, "h" * 64, 1),
+        + ("g" * 64, "h" * 64, 1, "ignored"),
     ]
-    made = candidates_of_rows(iter(rows))
+    made = candidates_of_columns(list(zip(*rows, strict=True)))
     expected = [Candidate(*r[:10], r[10] == 1, *r[11:14]) for r in rows]
     assert made == expected
     assert [type(c.required) for c in made] == [bool, bool, bool]
-    # Over several blocks of rows (filled a block at a time), the last one short.
+    # Over several blocks (filled a block at a time), the last one short.
     many = [
         (f"id{i}", f"v{i % 3}", "state", "2026-01-01", None, "p", "t", f"k{i}", i, i % 7)
         + (i % 2, f"{i:064x}", f"{i + 1:064x}", i // 10)
-        for i in range(1000)
+        for i in range(2500)
     ]
-    assert candidates_of_rows(many) == [Candidate(*r[:10], r[10] == 1, *r[11:14]) for r in many]
-    assert [c.rank for c in made] == [0, 0, 0]  # the field no row holds: its default
+    assert candidates_of_columns([list(c) for c in zip(*many, strict=True)]) == [
+        Candidate(*r[:10], r[10] == 1, *r[11:14]) for r in many
+    ]
+    assert [c.rank for c in made] == [0, 0, 0]  # the field no column holds: its default
     for c, r in zip(made, rows, strict=True):
         assert dataclasses.astuple(c)[: len(CANDIDATE_ROW)] == (*r[:10], r[10] == 1, *r[11:14])
         assert hash(c) == hash(Candidate(*r[:10], r[10] == 1, *r[11:14]))
         with pytest.raises(dataclasses.FrozenInstanceError):
             c.tokens = 1  # type: ignore[misc]
-    assert candidates_of_rows([]) == []
-    with pytest.raises(ValueError, match="a candidate row has 12 fields, not 14"):
-        candidates_of_rows([rows[0], rows[1][:12]])  # a short row anywhere
+    assert candidates_of_columns([[]] * 14) == []
+    with pytest.raises(ValueError, match="12 candidate columns, not 14"):
+        candidates_of_columns([[]] * 12)
+    columns = [list(c) for c in zip(*rows, strict=True)]
+    columns[5] = columns[5][:2]  # one column short
+    with pytest.raises(ValueError, match=r"unequal lengths: \[2, 3\]"):
+        candidates_of_columns(columns)

@@ -145,6 +145,44 @@ def test_type_tampering_is_named_and_nothing_crashes(seeded: Path, sql: str, seq
     assert result.returncode in (0, 1, 4), result.stderr
 
 
+# A build reads the candidates' columns as JSON arrays whose types are checked
+# as they are decoded: each wrong type names the version and changes nothing.
+# (A text column turns any number into text; NOT NULL keeps nulls out.)
+BUILD_TAMPERING = [
+    ("required 2", "required = 2"),
+    ("required text", "required = 'yes'"),
+    ("tokens text", "estimated_tokens = 'many'"),
+    ("priority real", "priority = 1.5"),
+    ("batch real", "batch_seq = 1.25"),
+]
+
+
+@pytest.mark.parametrize(
+    "assignment", [a for _, a in BUILD_TAMPERING], ids=[n for n, _ in BUILD_TAMPERING]
+)
+def test_build_names_the_version_whose_stored_field_has_the_wrong_type(
+    seeded: Path, assignment: str
+) -> None:
+    (version,) = sqlite_rows(
+        seeded, "SELECT source_version FROM chunk_versions WHERE chunk_id = 'refund-faq'"
+    )[0]
+    sqlite_exec(seeded, f"UPDATE chunk_versions SET {assignment} WHERE chunk_id = 'refund-faq'")
+    before = sqlite_rows(seeded, "SELECT count(*) FROM packs")
+    line = one_line(run("build", "--as-of", "2026-07-21", db=seeded), 4)
+    assert f"chunk refund-faq@{version} (entry " in line, line
+    assert "a stored field has the wrong type" in line and "ledger verify" in line, line
+    assert sqlite_rows(seeded, "SELECT count(*) FROM packs") == before
+
+
+def test_build_refuses_a_blob_in_a_candidate_column(seeded: Path) -> None:
+    sqlite_exec(
+        seeded,
+        "UPDATE chunk_versions SET trust = CAST(trust AS BLOB) WHERE chunk_id = 'refund-faq'",
+    )
+    line = one_line(run("build", "--as-of", "2026-07-21", db=seeded), 4)
+    assert "BLOB" in line and "ledger verify" in line, line
+
+
 def test_two_alembic_version_rows_are_one_line(seeded: Path) -> None:
     """`init` gave an Alembic traceback."""
     sqlite_exec(
