@@ -18,9 +18,10 @@ Gates, in SPEC order:
 
 Cost is O(n log n): one sort into (id, source_version) order, one pass per gate
 (versions of an id are then adjacent for gate 5; a dictionary groups gate 6), one
-sort for the budget order and one for the output. Evictions land in slots in that
-canonical order, so they come out sorted without another sort. A million
-candidates take about 3-4 s (see bench/bench_core.py).
+sort for the budget order and one for the output, of integer keys for the default
+orders. Evictions land in slots in that canonical order, so they come out sorted
+without another sort. A million shuffled candidates take about 2.2 s on a 2-core
+host (bench/bench_core.py).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date, timedelta
 from functools import lru_cache
 from itertools import compress, islice, repeat
-from operator import attrgetter, eq
+from operator import attrgetter, eq, not_
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -468,7 +469,6 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     # Gate 5: among versions of one id, the newest effective_from wins. Versions of
     # one id are adjacent in canonical order.
     if request.supersede:
-        by_detail = details["superseded"]
         losers: set[int] = set()
         for start, end in _runs([cands[r].id for r in passed]):
             group = passed[start:end]
@@ -481,7 +481,7 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
                 winner = group[1] if later else group[0]
             else:
                 winner = max(group, key=lambda r: _version_rank(cands[r]))
-            detail = by_detail[cands[winner].id] = MappingProxyType({"by": _ref(cands[winner])})
+            detail = MappingProxyType({"by": _ref(cands[winner])})  # one per id: not shared
             for r in group:
                 if r != winner:
                     slots[r] = _new_tuple(Eviction, (cands[r], "superseded", detail))
@@ -489,10 +489,12 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         if losers:
             passed = [r for r in passed if r not in losers]
 
-    # Gates 6 and 7 weigh the survivors by the preference: each key computed once
-    # (its function the only Python step), in canonical order.
-    key_of = _weighing_key(order)
-    keys = list(map(key_of, map(cands.__getitem__, passed)))
+    # Gates 6 and 7 weigh the survivors by the preference: one key each,
+    # computed once, in canonical order (which breaks ties).
+    weighed = list(map(cands.__getitem__, passed))
+    keys = _weighing_keys(weighed, order)
+    # Read here, in canonical order: the budget gate walks in preference order.
+    required = set(compress(passed, map(_get_required, weighed)))
 
     # Gate 6: per dedupe_key, the first by preference is kept (the earliest of
     # equals). One walk in canonical order, which is the candidates' order in
@@ -500,8 +502,7 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     # every step for a million of them.
     best: dict[str, int] = {}  # dedupe key: the index in `passed` of its best so far
     beaten: list[int] = []
-    for i, r in enumerate(passed):
-        dedupe_key = cands[r].dedupe_key
+    for i, dedupe_key in enumerate(map(_get_dedupe_key, weighed)):
         j = best.setdefault(dedupe_key, i)
         if j != i:
             loser = i
@@ -509,6 +510,7 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
                 best[dedupe_key] = i
                 loser = j
             beaten.append(passed[loser])
+    del weighed
     kept_detail = details["duplicate"]
     required_beaten: list[Candidate] = []
     for r in beaten:
@@ -525,30 +527,25 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         # passes one anyway gets a failed build, never a silent drop.
         first_beaten = min(required_beaten, key=_identity)
         raise RequiredChunkError(first_beaten.id, "duplicate")
-    kept = [passed[i] for i in sorted(best.values(), key=keys.__getitem__)]
+    # The kept in preference order: a stable sort of them in canonical order.
+    kept = list(map(passed.__getitem__, sorted(sorted(best.values()), key=keys.__getitem__)))
     del keys
 
     # Gate 7: required first, all or nothing; then optional in preference order.
     budget = request.budget
-    admitted: list[Candidate] = []
-    optional: list[int] = []
-    needed = 0
-    for r in kept:
-        c = cands[r]
-        if c.required:
-            admitted.append(c)
-            needed += c.tokens
-        else:
-            optional.append(r)
+    admitted = [r for r in kept if r in required]  # positions
+    needed = sum(cands[r].tokens for r in admitted)
     if needed > budget:
         raise RequiredOverBudgetError(needed, budget)
     remaining = budget - needed
     budget_details: dict[tuple[int, int], MappingProxyType[str, Any]] = {}
-    for r in optional:
+    for r in kept:
+        if r in required:
+            continue
         c = cands[r]
         tokens = c.tokens
         if tokens <= remaining:
-            admitted.append(c)
+            admitted.append(r)
             remaining -= tokens
         else:
             detail = budget_details.get((tokens, remaining))
@@ -558,13 +555,79 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
                 )
             slots[r] = _new_tuple(Eviction, (c, "budget", detail))
 
-    output = order.output
-    if output is default_output:
-        admitted.sort(key=default_output)  # already total
-    else:
-        admitted.sort(key=lambda c: (output(c), c.id, c.source_version, c.record_digest))
+    admitted.sort()  # canonical order, then a stable sort into output order
+    taken = list(map(cands.__getitem__, admitted))
+    keys = _output_keys(taken, order)
+    items = tuple(map(taken.__getitem__, sorted(range(len(taken)), key=keys.__getitem__)))
     evicted = tuple(filter(None, slots))  # the slots that hold an eviction (a 3-tuple)
-    return Context(items=tuple(admitted), evicted=evicted, budget=budget)
+    return Context(items=items, evicted=evicted, budget=budget)
+
+
+# Candidate fields read a column at a time (each map a loop in C).
+_get_priority = attrgetter("priority")
+_get_rank = attrgetter("rank")
+_get_effective_from = attrgetter("effective_from")
+_get_tokens = attrgetter("tokens")
+_get_dedupe_key = attrgetter("dedupe_key")
+_get_section = attrgetter("section")
+_get_required = attrgetter("required")
+# -_newest_first(day) is the day's ordinal, in [1, _DAYS].
+_DAYS = date.max.toordinal()
+
+# The weighing and output keys of a selection are sorted stably over
+# candidates in canonical order, so equal keys keep the identity order that
+# breaks their ties in SPEC. For the default orders, whose fields are integers,
+# each key is one integer with the fields as its digits in mixed radix (each
+# digit in [0, its radix)): it sorts exactly as the tuple of the fields, and
+# several times faster (200,000 keys of the default preference: 45 ms, their
+# tuples 175 ms), since within a priority tuples go on comparing field by field
+# as Python objects. Fields that are not integers (a caller's own Candidates)
+# keep the tuples.
+
+
+def _integers(values: list[Any]) -> bool:
+    return set(map(type, values)) <= {int}
+
+
+def _weighing_keys(weighed: list[Candidate], order: Order) -> list[Any]:
+    """The duplicate and budget gates' key of each candidate: its preference
+    (for the default one, an integer of -priority, rank, newest first, tokens)."""
+    if order.preference is default_preference:
+        priorities = list(map(_get_priority, weighed))
+        ranks = list(map(_get_rank, weighed))
+        tokens = list(map(_get_tokens, weighed))
+        if (
+            _integers(priorities)
+            and _integers(ranks)
+            and _integers(tokens)
+            and min(ranks, default=0) >= 0
+            and min(tokens, default=0) >= 0
+        ):
+            ranked = max(ranks, default=0) + 1
+            costs = max(tokens, default=0) + 1
+            days = map(_newest_first, map(_get_effective_from, weighed))
+            return [
+                ((-p * ranked + rank) * _DAYS + day + _DAYS) * costs + cost
+                for p, rank, day, cost in zip(priorities, ranks, days, tokens, strict=True)
+            ]
+    return list(map(order.preference, weighed))
+
+
+def _output_keys(chosen: list[Candidate], order: Order) -> list[Any]:
+    """The output key of each admitted candidate (for `default_output`, an
+    integer of section, optional, -priority)."""
+    if order.output is default_output:
+        priorities = list(map(_get_priority, chosen))
+        if _integers(priorities):
+            top = max(priorities, default=0)
+            spread = top - min(priorities, default=0) + 1
+            sections = map(_SECTION_RANK.get, map(_get_section, chosen), repeat(len(SECTION_ORDER)))
+            optional = map(not_, map(_get_required, chosen))
+            return [
+                (section * 2 + later) * spread + top - p
+                for section, later, p in zip(sections, optional, priorities, strict=True)
+            ]
+    return list(map(order.output, chosen))
 
 
 def _retraction_gate(

@@ -8,12 +8,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.core.context import Context
+from ledger.core.context import UNRANKED, Context
 from ledger.core.select import (
     Candidate,
+    Order,
     Request,
     RequiredChunkError,
     RequiredOverBudgetError,
+    default_output,
     default_preference,
     select,
 )
@@ -165,3 +167,90 @@ def test_optional_evictions_by_budget_are_greedy(
         else:
             assert c.tokens <= remaining
             remaining -= c.tokens
+
+
+# The default orders as a caller's own: the same keys, but not the default
+# functions, so the selector sorts them as tuples instead of integers.
+TUPLE_ORDER = Order(preference=lambda c: default_preference(c), output=lambda c: default_output(c))
+
+
+@st.composite
+def wide_candidate_sets(draw: Any) -> list[Candidate]:
+    """Candidates whose integer fields span their whole ranges: the extreme
+    dates, retrieval ranks, huge token counts and priorities (`ledger pack`
+    takes any integer priority), sections outside SPEC's."""
+    n = draw(st.integers(min_value=0, max_value=25))
+    days = ["0001-01-01", "0001-01-02", "2026-07-01", "9999-12-30", "9999-12-31"]
+    big = st.integers(min_value=-(10**30), max_value=10**30)
+    out = []
+    for index in range(n):
+        out.append(
+            Candidate(
+                id=f"id-{draw(st.integers(0, 8))}",
+                source_version=f"v{index}",
+                section=draw(st.sampled_from(["policy", "state", "evidence", "notes", "zz"])),
+                effective_from=draw(st.sampled_from(days)),
+                expires_on=None,
+                required_permission="read",
+                trust="approved-source",
+                dedupe_key=draw(st.sampled_from(["k1", "k2", "k3", f"own-{index}"])),
+                tokens=draw(st.one_of(st.integers(0, 3), st.integers(0, 10**40))),
+                priority=draw(st.one_of(st.integers(-2, 2), big)),
+                required=draw(st.booleans()) and draw(st.booleans()),
+                record_digest=f"r{draw(st.integers(0, 3))}",
+                content_digest="c",
+                ingest_rank=draw(st.integers(min_value=0, max_value=3)),
+                rank=draw(st.sampled_from([0, 1, 2, 10**6, UNRANKED])),
+            )
+        )
+    return out
+
+
+def outcome(candidates: list[Candidate], request: Request, order: Order) -> Any:
+    try:
+        return select(candidates, request, order)
+    except RequiredChunkError as exc:
+        return ("required", exc.chunk_id, exc.reason)
+    except RequiredOverBudgetError as exc:
+        return ("over", exc.needed, exc.budget)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    wide_candidate_sets(),
+    st.one_of(st.integers(0, 10), st.integers(0, 10**41)),
+    st.booleans(),
+)
+def test_integer_keys_decide_as_the_tuples_do(
+    candidates: list[Candidate], budget: int, supersede: bool
+) -> None:
+    """The default orders' keys packed into integers choose and order exactly
+    as the tuples of the same fields, over the fields' whole ranges."""
+    request = Request(
+        "9999-12-31", frozenset({"read"}), frozenset({"approved-source"}), budget, supersede
+    )
+    assert outcome(candidates, request, Order()) == outcome(candidates, request, TUPLE_ORDER)
+
+
+def test_fields_that_are_not_integers_are_weighed_as_tuples() -> None:
+    """A caller's Candidate with a float priority or cost (the selector does
+    not check types) is weighed as its tuple: no integer packing loses digits."""
+    request = Request("2026-07-01", frozenset({"read"}), frozenset({"approved-source"}), 10)
+
+    def cand(i: int, priority: Any, tokens: Any) -> Candidate:
+        return Candidate(
+            f"a{i}", "v1", "policy", "2026-01-01", None, "read", "approved-source",
+            "k", tokens, priority, False, f"r{i}", "c",
+        )  # fmt: skip
+
+    # Priorities 1e17 and 1e17 + 16 differ, as floats, only beyond the 53 bits
+    # an integer key of these fields would keep.
+    floats = [cand(0, 1e17, 4), cand(1, 1e17 + 16, 4)]
+    assert [c.id for c in select(floats, request).items] == ["a1"]
+    fractions = [cand(0, 1, 4.5), cand(1, 1, 4.25), cand(2, 0, 1.5)]
+    ctx = select(fractions, request)
+    assert [c.id for c in ctx.items] == ["a1"]
+    assert [(e.candidate.id, e.detail["kept"]["id"]) for e in ctx.evicted] == [
+        ("a0", "a1"),
+        ("a2", "a1"),
+    ]

@@ -262,6 +262,21 @@ def test_budget_takes_required_first_then_preference_order(cand: Cand, request_f
     assert ctx.admitted_tokens() == 100
 
 
+def test_budget_ties_between_dedupe_groups_go_by_id(cand: Cand, request_for: Req) -> None:
+    # "c1" wins its group "k1" after "b1" won "k2", and the two tie on every
+    # field of the preference but the id: the budget takes "b1" first, not the
+    # group found first.
+    candidates = [
+        cand(id="a1", dedupe_key="k1", priority=10, tokens=5),
+        cand(id="b1", dedupe_key="k2", tokens=5),
+        cand(id="c1", dedupe_key="k1", tokens=5),
+    ]
+    for ordering in (candidates, candidates[::-1]):
+        ctx = select(ordering, request_for(budget=5))
+        assert [c.id for c in ctx.items] == ["b1"]
+        assert decision(ctx)[("c1", "v1")] == ("budget", {"needed": 5, "remaining": 0})
+
+
 def test_zero_token_candidates_always_fit(cand: Cand, request_for: Req) -> None:
     ctx = select([cand(id="free", tokens=0), cand(id="full", tokens=5)], request_for(budget=5))
     assert ctx.admitted_tokens() == 5 and len(ctx.items) == 2
