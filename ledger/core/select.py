@@ -510,14 +510,13 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
                 best[dedupe_key] = i
                 loser = j
             beaten.append(passed[loser])
-    del weighed
     kept_detail = details["duplicate"]
     required_beaten: list[Candidate] = []
     for r in beaten:
         c = cands[r]
         detail = kept_detail.get(c.dedupe_key)
         if detail is None:
-            chosen = cands[passed[best[c.dedupe_key]]]
+            chosen = weighed[best[c.dedupe_key]]
             detail = kept_detail[c.dedupe_key] = MappingProxyType({"kept": _ref(chosen)})
         slots[r] = _new_tuple(Eviction, (c, "duplicate", detail))
         if c.required:
@@ -527,6 +526,7 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
         # passes one anyway gets a failed build, never a silent drop.
         first_beaten = min(required_beaten, key=_identity)
         raise RequiredChunkError(first_beaten.id, "duplicate")
+    del weighed
     # The kept in preference order: a stable sort of them in canonical order.
     kept = list(map(passed.__getitem__, sorted(sorted(best.values()), key=keys.__getitem__)))
     del keys
