@@ -229,7 +229,8 @@ def _store_slice(conn: Connection, recs: Pending, seq: int, index: bool) -> tupl
     stored = {(chunk_id, version): digest for chunk_id, version, digest in found}
     seen: dict[tuple[str, str], str] = {}
     rows: list[tuple[Any, ...]] = []
-    payloads: list[tuple[int, bytes | str]] = []  # (position in rows, index payload)
+    payloads: list[bytes | str] = []  # the index payloads, of `indexed` rows
+    indexed: list[int] = []  # positions in rows
     unchanged = 0
     for where, rec, digest, payload in recs:
         key = (rec.id, rec.source_version)
@@ -237,7 +238,8 @@ def _store_slice(conn: Connection, recs: Pending, seq: int, index: bool) -> tupl
         if known is None:
             seen[key] = digest
             if index and payload is not None:
-                payloads.append((len(rows), payload))
+                indexed.append(len(rows))
+                payloads.append(payload)
             rows.append(_row(rec, digest, seq))
         elif known == digest or (
             rec.scope is not None and known == record_digest(replace(rec, scope=None))
@@ -256,7 +258,9 @@ def _store_slice(conn: Connection, recs: Pending, seq: int, index: bool) -> tupl
         return len(rows), unchanged, 0
     vids = _draw_vids(conn, len(rows))
     _insert_rows(conn, rows, vids)
-    index_payloads(conn, ((vids[at], payload) for at, payload in payloads))
+    if len(indexed) < len(rows):
+        vids = [vids[at] for at in indexed]
+    index_payloads(conn, [(vids, payloads)])
     return len(rows), unchanged, len(payloads)
 
 
