@@ -327,8 +327,8 @@ _get_id = attrgetter("id")
 _get_version = attrgetter("source_version", "record_digest")
 
 
-def _canonical(candidates: Iterable[Candidate]) -> list[Candidate]:
-    """The candidates sorted by (id, source_version, record_digest).
+def _canonical(candidates: Iterable[Candidate]) -> tuple[list[Candidate], list[str]]:
+    """The candidates sorted by (id, source_version, record_digest), and their ids.
 
     Working in this order makes every later step independent of the input order,
     and makes the gate 1-4 evictions come out already sorted. Sorting by the id
@@ -337,7 +337,8 @@ def _canonical(candidates: Iterable[Candidate]) -> list[Candidate]:
     sorted by (source_version, record_digest).
     """
     ordered = sorted(candidates, key=_get_id)
-    for start, end in _runs(list(map(_get_id, ordered))):
+    ids = list(map(_get_id, ordered))
+    for start, end in _runs(ids):
         if end - start == 2:  # most runs: two versions, compared inline
             a, b = ordered[start], ordered[start + 1]
             va, vb = a.source_version, b.source_version
@@ -345,7 +346,7 @@ def _canonical(candidates: Iterable[Candidate]) -> list[Candidate]:
                 ordered[start], ordered[start + 1] = b, a
         else:
             ordered[start:end] = sorted(ordered[start:end], key=_get_version)
-    return ordered
+    return ordered, ids
 
 
 def _runs(keys: list[str]) -> Iterator[tuple[int, int]]:
@@ -424,7 +425,7 @@ def select(
 
 
 def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> Context:
-    cands = _canonical(candidates)
+    cands, ids = _canonical(candidates)
     as_of = request.as_of
     granted = request.granted
     allowed = request.allowed_trust
@@ -470,7 +471,7 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     # one id are adjacent in canonical order.
     if request.supersede:
         losers: set[int] = set()
-        for start, end in _runs([cands[r].id for r in passed]):
+        for start, end in _runs(list(map(ids.__getitem__, passed))):
             group = passed[start:end]
             if end - start == 2:  # most runs: two versions, compared inline
                 a, b = cands[group[0]], cands[group[1]]
