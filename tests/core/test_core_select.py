@@ -277,6 +277,40 @@ def test_budget_ties_between_dedupe_groups_go_by_id(cand: Cand, request_for: Req
         assert decision(ctx)[("c1", "v1")] == ("budget", {"needed": 5, "remaining": 0})
 
 
+JAN = {day: f"2026-01-0{day}" for day in (1, 2, 3)}
+
+
+# Pairs of one dedupe group where the winner is better by one step in a field
+# of the preference and at the far end of the next one; the loser has fewer
+# tokens and the smaller id, so it wins if a digit of the integer key spills
+# into the one above it (a radix one short).
+@pytest.mark.parametrize(
+    ("winner", "loser"),
+    [
+        ({"priority": 2, "rank": 5}, {"priority": 1, "rank": 0}),
+        ({"rank": 0, "effective_from": JAN[1]}, {"rank": 1, "effective_from": JAN[3]}),
+        ({"effective_from": JAN[2], "tokens": 9}, {"effective_from": JAN[1], "tokens": 2}),
+    ],
+)
+def test_each_preference_field_outweighs_all_below_it(
+    cand: Cand, request_for: Req, winner: dict[str, Any], loser: dict[str, Any]
+) -> None:
+    base = {"dedupe_key": "k", "tokens": 5}
+    candidates = [cand(id="b", **{**base, **winner}), cand(id="a", **{**base, **loser})]
+    ctx = select(candidates, request_for())
+    assert [c.id for c in ctx.items] == ["b"]
+    assert decision(ctx)[("a", "v1")][0] == "duplicate"
+
+
+def test_required_comes_first_whatever_the_priorities(cand: Cand, request_for: Req) -> None:
+    # One section; the optional one has the top priority and the smaller id.
+    candidates = [
+        cand(id="a", section="policy", priority=9),
+        cand(id="b", section="policy", priority=1, required=True),
+    ]
+    assert [c.id for c in select(candidates, request_for()).items] == ["b", "a"]
+
+
 def test_zero_token_candidates_always_fit(cand: Cand, request_for: Req) -> None:
     ctx = select([cand(id="free", tokens=0), cand(id="full", tokens=5)], request_for(budget=5))
     assert ctx.admitted_tokens() == 5 and len(ctx.items) == 2
