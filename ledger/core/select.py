@@ -501,8 +501,8 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     # equals). One walk in canonical order, which is the candidates' order in
     # memory as often as not: a walk in preference order waits on memory at
     # every step for a million of them.
-    best: dict[str, int] = {}  # dedupe key: the index in `passed` of its best so far
-    beaten: list[int] = []
+    best: dict[str, int] = {}  # dedupe key: the index in `weighed` of its best so far
+    beaten: list[int] = []  # indices in `weighed`
     for i, dedupe_key in enumerate(map(_get_dedupe_key, weighed)):
         j = best.setdefault(dedupe_key, i)
         if j != i:
@@ -510,23 +510,21 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
             if keys[i] < keys[j]:
                 best[dedupe_key] = i
                 loser = j
-            beaten.append(passed[loser])
-    kept_detail = details["duplicate"]
-    required_beaten: list[Candidate] = []
-    for r in beaten:
-        c = cands[r]
-        detail = kept_detail.get(c.dedupe_key)
-        if detail is None:
-            chosen = weighed[best[c.dedupe_key]]
-            detail = kept_detail[c.dedupe_key] = MappingProxyType({"kept": _ref(chosen)})
-        slots[r] = _new_tuple(Eviction, (c, "duplicate", detail))
-        if c.required:
-            required_beaten.append(c)
-    if required_beaten:
-        # Ingest refuses dedupe groups holding a required chunk; a caller that
-        # passes one anyway gets a failed build, never a silent drop.
-        first_beaten = min(required_beaten, key=_identity)
-        raise RequiredChunkError(first_beaten.id, "duplicate")
+            beaten.append(loser)
+    if beaten:
+        # The beaten and their groups' winners, each read in canonical order.
+        beaten.sort()
+        outranked = list(map(weighed.__getitem__, beaten))
+        winners = list(map(best.__getitem__, map(_get_dedupe_key, outranked)))
+        named = {w: MappingProxyType({"kept": _ref(weighed[w])}) for w in sorted(set(winners))}
+        for i, c, w in zip(beaten, outranked, winners, strict=True):
+            slots[passed[i]] = _new_tuple(Eviction, (c, "duplicate", named[w]))
+        required_beaten = list(compress(outranked, map(_get_required, outranked)))
+        if required_beaten:
+            # Ingest refuses dedupe groups holding a required chunk; a caller that
+            # passes one anyway gets a failed build, never a silent drop.
+            first_beaten = min(required_beaten, key=_identity)
+            raise RequiredChunkError(first_beaten.id, "duplicate")
     del weighed
     # The kept in preference order: a stable sort of them in canonical order.
     kept = list(map(passed.__getitem__, sorted(sorted(best.values()), key=keys.__getitem__)))
