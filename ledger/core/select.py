@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date, timedelta
 from functools import lru_cache
-from itertools import compress, islice, repeat
+from itertools import compress, filterfalse, islice, repeat
 from operator import attrgetter, eq, not_
 from types import MappingProxyType
 from typing import Any, Literal
@@ -470,25 +470,28 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     # Gate 5: among versions of one id, the newest effective_from wins. Versions of
     # one id are adjacent in canonical order.
     if request.supersede:
-        losers: set[int] = set()
+        losers: list[int] = []
         for start, end in _runs(list(map(ids.__getitem__, passed))):
-            group = passed[start:end]
             if end - start == 2:  # most runs: two versions, compared inline
-                a, b = cands[group[0]], cands[group[1]]
+                first, second = passed[start], passed[start + 1]
+                a, b = cands[first], cands[second]
                 fa, fb = a.effective_from, b.effective_from
-                later = fb > fa or (
+                if fb > fa or (
                     fb == fa and (b.ingest_rank, b.record_digest) > (a.ingest_rank, a.record_digest)
-                )
-                winner = group[1] if later else group[0]
+                ):
+                    winner, older = b, [first]
+                else:
+                    winner, older = a, [second]
             else:
-                winner = max(group, key=lambda r: _version_rank(cands[r]))
-            detail = MappingProxyType({"by": _ref(cands[winner])})  # one per id: not shared
-            for r in group:
-                if r != winner:
-                    slots[r] = _new_tuple(Eviction, (cands[r], "superseded", detail))
-                    losers.add(r)
+                group = passed[start:end]
+                top = max(group, key=lambda r: _version_rank(cands[r]))
+                winner, older = cands[top], [r for r in group if r != top]
+            detail = MappingProxyType({"by": _ref(winner)})  # one per id: not shared
+            for r in older:
+                slots[r] = _new_tuple(Eviction, (cands[r], "superseded", detail))
+            losers += older
         if losers:
-            passed = [r for r in passed if r not in losers]
+            passed = list(filterfalse(set(losers).__contains__, passed))
 
     # Gates 6 and 7 weigh the survivors by the preference: one key each,
     # computed once, in canonical order (which breaks ties).
