@@ -185,6 +185,17 @@ def test_superseded_tie_goes_to_the_later_ingest(cand: Cand, request_for: Req) -
         assert ctx.evicted[0].detail["by"]["source_version"] == "a-later"
 
 
+def test_every_older_version_of_an_id_is_superseded(cand: Cand, request_for: Req) -> None:
+    days = {"v1": "2026-03-01", "v2": "2026-01-01", "v3": "2026-02-01", "v4": "2026-01-15"}
+    versions = [cand(id="terms", source_version=v, effective_from=d) for v, d in days.items()]
+    newest = {"id": "terms", "source_version": "v1", "record_digest": versions[0].record_digest}
+    for candidates in (versions, versions[::-1]):
+        assert decision(select(candidates, request_for())) == {
+            ("terms", "v1"): "admitted",
+            **{("terms", v): ("superseded", {"by": newest}) for v in ("v2", "v3", "v4")},
+        }
+
+
 def test_superseded_only_among_versions_passing_gates_1_to_4(cand: Cand, request_for: Req) -> None:
     valid = cand(id="terms", source_version="v1", effective_from="2026-01-01")
     future = cand(id="terms", source_version="v2", effective_from="2026-12-01")
