@@ -33,8 +33,8 @@ from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date, timedelta
 from functools import lru_cache
-from itertools import compress, filterfalse, islice, repeat
-from operator import attrgetter, eq, not_
+from itertools import compress, count, filterfalse, islice, repeat
+from operator import attrgetter, eq, ne, not_
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -501,24 +501,29 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     required = set(compress(passed, map(_get_required, weighed)))
 
     # Gate 6: per dedupe_key, the first by preference is kept (the earliest of
-    # equals). One walk in canonical order, which is the candidates' order in
-    # memory as often as not: a walk in preference order waits on memory at
-    # every step for a million of them.
-    best: dict[str, int] = {}  # dedupe key: the index in `weighed` of its best so far
-    beaten: list[int] = []  # indices in `weighed`
-    for i, dedupe_key in enumerate(map(_get_dedupe_key, weighed)):
-        j = best.setdefault(dedupe_key, i)
-        if j != i:
-            loser = i
-            if keys[i] < keys[j]:
-                best[dedupe_key] = i
-                loser = j
-            beaten.append(loser)
+    # equals). A group is named by its first member in canonical order, found
+    # for every survivor in one pass in C; only the later members of groups are
+    # compared, with their group's best so far. In canonical order throughout,
+    # which is the candidates' order in memory as often as not: a walk in
+    # preference order waits on memory at every step for a million of them.
+    groups: dict[str, int] = {}  # dedupe key: its group's first member
+    firsts = list(map(groups.setdefault, map(_get_dedupe_key, weighed), count()))
+    best: dict[int, int] = {}  # a group's first member: its best, when not the first
+    beaten: list[int] = []  # indices in `weighed`, like all of these
+    for i in compress(count(), map(ne, firsts, count())):
+        first = firsts[i]
+        j = best.get(first, first)
+        if keys[i] < keys[j]:
+            best[first] = i
+            beaten.append(j)
+        else:
+            beaten.append(i)
     if beaten:
         # The beaten and their groups' winners, each read in canonical order.
         beaten.sort()
         outranked = list(map(weighed.__getitem__, beaten))
-        winners = list(map(best.__getitem__, map(_get_dedupe_key, outranked)))
+        theirs = list(map(firsts.__getitem__, beaten))
+        winners = list(map(best.get, theirs, theirs))
         named = {w: MappingProxyType({"kept": _ref(weighed[w])}) for w in sorted(set(winners))}
         for i, c, w in zip(beaten, outranked, winners, strict=True):
             slots[passed[i]] = _new_tuple(Eviction, (c, "duplicate", named[w]))
@@ -528,9 +533,12 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
             # passes one anyway gets a failed build, never a silent drop.
             first_beaten = min(required_beaten, key=_identity)
             raise RequiredChunkError(first_beaten.id, "duplicate")
-    del weighed
-    # The kept in preference order: a stable sort of them in canonical order.
-    kept = list(map(passed.__getitem__, sorted(sorted(best.values()), key=keys.__getitem__)))
+    del weighed, firsts
+    # The kept (each group's best) in preference order: a stable sort of them
+    # in canonical order.
+    heads = list(groups.values())
+    kept = sorted(sorted(map(best.get, heads, heads)), key=keys.__getitem__)
+    kept = list(map(passed.__getitem__, kept))
     del keys
 
     # Gate 7: required first, all or nothing; then optional in preference order.
