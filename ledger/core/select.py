@@ -434,6 +434,9 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     slots: list[Eviction | None] = [None] * len(cands)
     passed: list[int] = []
     failed_required: list[Eviction] = []
+    # The required that pass gates 1-4 (read here, in canonical order: the
+    # budget gate walks in preference order).
+    required: set[int] = set()
     # Equal details are shared: one read-only mapping per reason and value.
     details: dict[str, dict[Any, MappingProxyType[str, Any]]] = {reason: {} for reason in REASONS}
 
@@ -449,6 +452,8 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
             reason, name, value = "expired", "expires_on", c.expires_on
         else:
             passed.append(rank)
+            if c.required:
+                required.add(rank)
             continue
         shared = details[reason]
         detail = shared.get(value)
@@ -497,8 +502,6 @@ def _select(candidates: Iterable[Candidate], request: Request, order: Order) -> 
     # computed once, in canonical order (which breaks ties).
     weighed = list(map(cands.__getitem__, passed))
     keys = _weighing_keys(weighed, order)
-    # Read here, in canonical order: the budget gate walks in preference order.
-    required = set(compress(passed, map(_get_required, weighed)))
 
     # Gate 6: per dedupe_key, the first by preference is kept (the earliest of
     # equals). A group is named by its first member in canonical order, found
