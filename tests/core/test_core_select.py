@@ -292,9 +292,9 @@ JAN = {day: f"2026-01-0{day}" for day in (1, 2, 3)}
 
 
 # Pairs of one dedupe group where the winner is better by one step in a field
-# of the preference and at the far end of the next one; the loser has fewer
-# tokens and the smaller id, so it wins if a digit of the integer key spills
-# into the one above it (a radix one short).
+# of the preference and at the far end of the next one (the pair spans that
+# field's values); the loser has the smaller id, so it wins the tie they make
+# if a digit of the integer key spills into the one above it (a radix one short).
 @pytest.mark.parametrize(
     ("winner", "loser"),
     [
