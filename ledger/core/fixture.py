@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.errors import InputError, RefusedError
+from ledger.core.reasons import SEED_REASONS as SEED_REASONS  # the six this contract uses
 from ledger.core.records import (
     FIELDS,
     FIXTURE_MAX_CONTENT,
@@ -38,15 +39,6 @@ from ledger.core.strictjson import loads_strict
 ROOT_FIELDS = frozenset({"fixture_version", "selector_version", "request", "chunks"})
 REQUEST_FIELDS = frozenset({"as_of", "pack_budget_tokens", "granted_permissions", "allowed_trust"})
 MAX_CHUNKS = 500
-# The six reasons of the reference; `superseded` cannot occur without gate 5.
-SEED_REASONS = (
-    "permission_denied",
-    "trust_denied",
-    "not_yet_effective",
-    "expired",
-    "duplicate",
-    "budget",
-)
 PACK_KEYS = (
     "fixture_version",
     "selector_version",

@@ -27,7 +27,7 @@ from ledger.core.chain import pack_entry_payload  # pure: proofs recompute it
 from ledger.core.context import Context
 from ledger.core.errors import InputError, IntegrityError, RefusedError
 from ledger.core.query import RetrievalRecord
-from ledger.core.reasons import REASON_CODES, check_date
+from ledger.core.reasons import check_date, row_of_detail
 from ledger.core.records import EXCHANGE_SCOPE
 from ledger.core.select import (
     CANDIDATE_ROW,
@@ -768,12 +768,7 @@ def decision_tail(
 ) -> tuple[int, int | None, int | None]:
     """An eviction's status, `remaining` (a retraction's: its retract entry) and
     the version its detail names (`by`, `kept`) in its decision row."""
-    ref = detail.get("by") or detail.get("kept")
-    return (
-        REASON_CODES[reason],
-        detail["remaining"] if reason == "budget" else detail.get("entry"),
-        vid_of[ref["record_digest"]] if ref else None,
-    )
+    return row_of_detail(reason, detail, vid_of)
 
 
 _DECISION_COLUMNS = ("pack_no", "vid", "status", "tokens", "position", "remaining", "ref_vid")

@@ -20,7 +20,16 @@ from sqlalchemy import Connection, Integer, func, select
 
 from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
 from ledger.core.numbers import ascii_int, backend_max
-from ledger.core.reasons import REASON_CODES, REASON_NAMES, SECTIONS
+from ledger.core.reasons import (
+    REASON_CODES,
+    REASON_NAMES,
+    REF,
+    REF_ROW_FIELDS,
+    RETRACTED,
+    SECTIONS,
+    TABLE,
+    detail_of_row,
+)
 from ledger.core.records import printable
 from ledger.store.engine import fetch_tuples, row_type
 from ledger.store.schema import decisions, packs, retractions, versions
@@ -119,39 +128,21 @@ def snapshot_of(text: str, what: str, pack_no: int) -> Any:
 
 # The fields of a decision row (and its versions) each reason's detail is made of.
 DETAIL_FIELDS: dict[str, tuple[str, ...]] = {
-    "permission_denied": ("required_permission",),
-    "trust_denied": ("trust",),
-    "not_yet_effective": ("effective_from",),
-    "expired": ("expires_on",),
-    "budget": ("tokens", "remaining"),
-    "retracted": ("retracted_from", "remaining"),
-    "superseded": ("ref_id", "ref_version", "ref_digest"),
-    "duplicate": ("ref_id", "ref_version", "ref_digest"),
+    r.name: tuple(
+        f for _key, field in r.detail for f in (REF_ROW_FIELDS if field == REF else (field,))
+    )
+    for r in TABLE
+    if r.status is not None
 }
+
+
 # The version columns a reason's detail reads (the others are the decision's).
 _VERSION_DETAIL = ("required_permission", "trust", "effective_from", "expires_on")
 
 
 def detail_of(reason: str, row: Any) -> dict[str, Any]:
-    """SPEC's detail object of an eviction, from its decision row and version."""
-    if reason == "permission_denied":
-        return {"required_permission": row.required_permission}
-    if reason == "trust_denied":
-        return {"trust": row.trust}
-    if reason == "not_yet_effective":
-        return {"effective_from": row.effective_from}
-    if reason == "expired":
-        return {"expires_on": row.expires_on}
-    if reason == "budget":
-        return {"needed": row.tokens, "remaining": row.remaining}
-    if reason == "retracted":  # the row's `remaining` holds the retract entry
-        return {"from": row.retracted_from, "entry": row.remaining}
-    ref = {"id": row.ref_id, "source_version": row.ref_version, "record_digest": row.ref_digest}
-    if reason == "superseded":
-        return {"by": ref}
-    if reason == "duplicate":
-        return {"kept": ref}
-    raise ValueError(f"unknown reason {reason!r}")
+    """The detail object of an eviction, from its decision row and version."""
+    return detail_of_row(reason, row)
 
 
 DecisionRow = namedtuple(  # noqa: PYI024 - a plain row type, built per decision
@@ -222,7 +213,7 @@ def decision_rows(conn: Connection, pack_no: int, vids: Iterable[int] | None = N
             # A retracted row's `remaining` is its retract entry (status 8).
             .outerjoin(
                 t,
-                (d.c.status == REASON_CODES["retracted"])
+                (d.c.status == REASON_CODES[RETRACTED])
                 & (t.c.entry_seq == d.c.remaining)
                 & (t.c.chunk_id == v.c.chunk_id),
             )
@@ -426,7 +417,7 @@ class VerifyReader:
         if len(row) > _SHORT:
             return row
         retracted = None
-        if row[1] == REASON_CODES["retracted"]:  # `remaining` holds the retract entry
+        if row[1] == REASON_CODES[RETRACTED]:  # `remaining` holds the retract entry
             retracted = self.retracted.get((row[4], row[_ID]))
         ref: tuple[Any, ...] = (None, None, None)
         if row[5] is not None:
