@@ -6,7 +6,7 @@ it. A bug is any other exception and keeps its traceback.
 
 from __future__ import annotations
 
-# Exit codes of SPEC.md.
+# Exit codes (docs/reference/exit-codes.md).
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_USAGE = 2
@@ -15,9 +15,18 @@ EXIT_INTEGRITY = 4
 
 
 class LedgerError(Exception):
-    """A user-facing error: one clear line, no traceback."""
+    """A user-facing error: one clear line, no traceback.
+
+    The message speaks the Python API's words: a message about an argument starts
+    with its parameter name (`as_of: ...`) and passes `param="as_of"`, so the
+    command line can name its own option instead (`--as-of: ...`).
+    """
 
     exit_code = EXIT_INVALID
+
+    def __init__(self, message: str = "", *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class InputError(LedgerError):
@@ -47,6 +56,6 @@ class SchemaError(LedgerError):
 class ContextError(LedgerError):
     """Another LedgerError's message with more context, keeping its exit code."""
 
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, exit_code: int, *, param: str | None = None) -> None:
+        super().__init__(message, param=param)
         self.exit_code = exit_code
