@@ -1,6 +1,6 @@
 """The `ledger` command group: global options, lazy subcommands, exit codes.
 
-Exit codes (SPEC.md): 0 success, 1 invalid input or refused operation, 2 usage
+Exit codes (docs/reference/exit-codes.md): 0 success, 1 invalid input or refused operation, 2 usage
 error, 3 not found, 4 integrity failure. A `LedgerError` becomes one line
 `error: ...` on stderr with its code; so does a database failure (a full disk,
 an I/O error, a lost server: SQLAlchemy's OperationalError, exit 1). Any other

@@ -1,4 +1,4 @@
-"""Chunk records: validation by SPEC's chunk table. Pure: no I/O.
+"""Chunk records: validation by the chunk table (docs/reference/records.md). Pure.
 
 Shared by `ledger pack` (fixture mode: every text field stripped, `content`
 included, at most 10,000 characters) and `ledger ingest` (ledger mode: `content`
@@ -259,7 +259,7 @@ def validate_chunk(
     allow_nul: bool = True,
     ledger: bool = False,
 ) -> ChunkRecord:
-    """Validate one chunk object by SPEC's chunk table; return it as stored.
+    """Validate one chunk object by the chunk table (docs/reference/records.md); return it as stored.
 
     Fixture mode (`ledger pack`): `max_content=10_000, strip_content=True`.
     Ingest passes `allow_nul=False`: the ledger refuses U+0000 in the free-text
@@ -421,7 +421,7 @@ def _names(ids: Iterable[str]) -> str:
 
 
 def check_dedupe_groups(records: Iterable[ChunkRecord]) -> None:
-    """Refuse dedupe groups that break SPEC's rules, counting DISTINCT ids.
+    """Refuse dedupe groups that break the rules of docs/reference/records.md, counting DISTINCT ids.
 
     A group of two or more chunk ids may not hold a required chunk, and all its
     members (every version of every id in it) must agree on `section`,

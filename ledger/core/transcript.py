@@ -616,7 +616,7 @@ Output: source order."""
 def exchange_record(
     transcript: Transcript, exchange: Exchange, priority: str, *, id_prefix: str = ""
 ) -> dict[str, Any]:
-    """One exchange as a chunk record of SPEC.md (content = its exact source lines).
+    """One exchange as a chunk record (docs/reference/records.md) (content = its exact source lines).
 
     `tokens`/`estimated_tokens` is the framed byte cost, `required` is pinned,
     `dedupe_key` the (unique) chunk id, `source_version` the source's SHA-256.
