@@ -161,7 +161,9 @@ def group(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Group]:
 def render_error(error: LedgerError, command: click.Command | None) -> str:
     """The error's one line as this command says it: a message about an API
     parameter (`as_of: ...`, `param="as_of"`) names the command's option for
-    it instead (`--as-of: ...`) when the command has one; else as raised.
+    it instead (`--as-of: ...`) when the command has one (an option of that
+    name, or spelled `--as-of`: `format` is `--format` even where the command
+    calls it `fmt`); else as raised.
 
     >>> c = click.Command("build", params=[click.Option(["--as-of"])])
     >>> render_error(LedgerError("as_of: must use YYYY-MM-DD", param="as_of"), c)
@@ -171,8 +173,9 @@ def render_error(error: LedgerError, command: click.Command | None) -> str:
     param = error.param
     if param is None or command is None or not text.startswith(f"{param}:"):
         return text
+    flag = "--" + param.replace("_", "-")
     for option in command.params:
-        if option.name == param and isinstance(option, click.Option):
+        if isinstance(option, click.Option) and (option.name == param or flag in option.opts):
             long = [o for o in option.opts if o.startswith("--")]
             return (long or option.opts)[0] + text[len(param) :]
     return text

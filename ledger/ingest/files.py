@@ -45,7 +45,8 @@ def detect_format(path: str, fmt: str) -> str:
     if lower.endswith(".json"):
         return "json"
     raise InputError(
-        f"{path}: cannot tell the format from the name; use --format fixture|json|jsonl"
+        f"format: cannot tell the format of {path} from its name; use fixture, json or jsonl",
+        param="format",
     )
 
 
@@ -162,7 +163,7 @@ def _iter_json(
     elif fmt == "fixture":
         raise InputError(f"{path}: expected a seed-001 fixture object with `chunks`")
     elif fmt == "json":
-        hint = "; for a seed-001 fixture use --format fixture" if isinstance(doc, dict) else ""
+        hint = "; a seed-001 fixture is format fixture" if isinstance(doc, dict) else ""
         raise InputError(f"{path}: expected a JSON array of chunk records{hint}")
     else:
         raise InputError(

@@ -101,8 +101,9 @@ def default_id_prefix(source: str, annotated: Annotated | None = None) -> str:
 def check_id_prefix(prefix: str) -> str:
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,48}", prefix):
         raise InputError(
-            f"--id-prefix {prefix!r}: lower-case letters, digits and '-', "
-            "starting with a letter or digit"
+            f"id_prefix: {prefix!r} must be lower-case letters, digits and '-', "
+            "starting with a letter or digit",
+            param="id_prefix",
         )
     return prefix
 
