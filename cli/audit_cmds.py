@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ledger.core.errors import EXIT_INTEGRITY
 from ledger_cli.common import WholeNumber, echo_json, json_option, pass_ledger
 from ledger_cli.main import command
 
@@ -161,7 +162,7 @@ def verify_command(
         assert bad is not None
         click.echo(f"FAILED at entry {bad['seq']} ({bad['kind']}): {bad['why']}")
     if not result.ok:
-        sys.exit(4)
+        sys.exit(EXIT_INTEGRITY)
 
 
 @command("head")
@@ -215,4 +216,4 @@ def replay_command(lg: Ledger, pack: str, as_json: bool) -> None:
             err=True,
         )
     if not result.identical:
-        sys.exit(4)
+        sys.exit(EXIT_INTEGRITY)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ledger.core.errors import EXIT_INVALID
 from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
 from ledger_cli.main import RECORDED, command
 
@@ -272,4 +273,4 @@ def _run_batch(lg: Ledger, path: str, counter: str, keep_going: bool, as_json: b
             f"{len(result.packs)} packs recorded, {len(result.failed)} lines failed", err=True
         )
     if result.failed:
-        sys.exit(1)
+        sys.exit(EXIT_INVALID)

@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ledger.core.errors import EXIT_INTEGRITY
 from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
 from ledger_cli.main import Settings, command, group
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
-
-EXIT_INTEGRITY = 4
 
 
 @command("keygen")

@@ -819,7 +819,7 @@ def continuation_bytes(selection: Selection) -> bytes:
 def omissions_document(selection: Selection) -> dict[str, Any]:
     """The omissions manifest: every exchange with priority, cost and decision.
 
-    For an export (`--from`) each exchange also has `lines` [first, last] and
+    For an export (Claude Code, Codex) each exchange also has `lines` [first, last] and
     `marks`, and the document the export's `format`, `session`, `dates`,
     `skipped` (record type -> count) and `injected`.
     """

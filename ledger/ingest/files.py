@@ -331,8 +331,8 @@ def read_records(
 ) -> Iterator[tuple[str, ChunkRecord]]:
     """Yield (where, validated record) for every record of every file, lazily.
 
-    `transcript` is (priorities sidecar, id prefix) for `--format transcript`,
-    `source_format` its `--from` (None: the strict contract).
+    `transcript` is (priorities sidecar, id prefix) for the format "transcript",
+    `source_format` the export's format (None: the strict contract).
     """
     for path in paths:
         check_input_file(path)
