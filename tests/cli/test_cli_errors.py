@@ -120,3 +120,19 @@ def test_a_bad_as_of_is_as_of_to_python_and_the_as_of_option_to_the_cli(db_path:
     proc = run_in_process(["--db", str(db_path), "build", "--as-of", "2026-02-30"])
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: --as-of: '2026-02-30'")
+
+
+def test_a_bad_id_prefix_is_id_prefix_to_python_and_the_option_to_the_cli(
+    db_path: Path,
+) -> None:
+    import ledger
+
+    plain = str(Path(__file__).parents[2] / "fixtures" / "transcripts" / "plain.jsonl")
+    with ledger.open(str(db_path)) as lg, pytest.raises(InputError) as raised:
+        lg.ingest_paths([plain], format="transcript", id_prefix="Bad Prefix")
+    assert str(raised.value).startswith("id_prefix: 'Bad Prefix' must be lower-case letters")
+    assert raised.value.param == "id_prefix"
+    argv = ["--db", str(db_path), "ingest", plain, "--format", "transcript"]
+    proc = run_in_process([*argv, "--id-prefix", "Bad Prefix"])
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: --id-prefix: 'Bad Prefix' must be lower-case letters")
