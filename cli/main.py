@@ -137,13 +137,11 @@ class Group(Command, click.Group):
     itself does not pause the collector: each subcommand decides."""
 
     command_class = Command
+    group_class = type  # click: a subgroup is of this group's class
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("pause_collector", False)
         super().__init__(*args, **kwargs)
-
-
-Group.group_class = Group
 
 
 def command(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Command]:

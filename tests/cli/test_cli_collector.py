@@ -88,3 +88,20 @@ def test_the_mcp_server_does_not_pause_the_collector() -> None:
     from ledger_cli.mcp_cmd import mcp_command
 
     assert isinstance(mcp_command, Command) and not mcp_command.pause_collector
+
+
+def test_every_command_is_a_ledger_command() -> None:
+    """Every command and subcommand runs through `Command.invoke` (the collector's
+    pause, the errors' option names)."""
+    from ledger_cli.main import cli
+
+    ctx = click.Context(cli)
+    todo = [cli.get_command(ctx, name) for name in cli.list_commands(ctx)]
+    seen = 0
+    while todo:
+        command = todo.pop()
+        assert isinstance(command, Command), command
+        seen += 1
+        if isinstance(command, click.Group):
+            todo.extend(command.commands.values())
+    assert seen > 30
