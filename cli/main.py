@@ -161,7 +161,9 @@ def render_error(error: LedgerError, command: click.Command | None) -> str:
     parameter (`as_of: ...`, `param="as_of"`) names the command's option for
     it instead (`--as-of: ...`) when the command has one (an option of that
     name, or spelled `--as-of`: `format` is `--format` even where the command
-    calls it `fmt`); else as raised.
+    calls it `fmt`). A message about the parameter that starts with something
+    else (a file's name) names the option at its end: `a.yaml: cannot tell the
+    format ... (--format)`. Else the message as raised.
 
     >>> c = click.Command("build", params=[click.Option(["--as-of"])])
     >>> render_error(LedgerError("as_of: must use YYYY-MM-DD", param="as_of"), c)
@@ -169,13 +171,15 @@ def render_error(error: LedgerError, command: click.Command | None) -> str:
     """
     text = str(error)
     param = error.param
-    if param is None or command is None or not text.startswith(f"{param}:"):
+    if param is None or command is None:
         return text
     flag = "--" + param.replace("_", "-")
     for option in command.params:
         if isinstance(option, click.Option) and (option.name == param or flag in option.opts):
-            long = [o for o in option.opts if o.startswith("--")]
-            return (long or option.opts)[0] + text[len(param) :]
+            name = ([o for o in option.opts if o.startswith("--")] or option.opts)[0]
+            if text.startswith(f"{param}:"):
+                return name + text[len(param) :]
+            return f"{text} ({name})"
     return text
 
 

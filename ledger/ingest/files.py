@@ -45,7 +45,7 @@ def detect_format(path: str, fmt: str) -> str:
     if lower.endswith(".json"):
         return "json"
     raise InputError(
-        f"format: cannot tell the format of {path} from its name; use fixture, json or jsonl",
+        f"{path}: cannot tell the format from the name; use fixture, json or jsonl",
         param="format",
     )
 
@@ -164,7 +164,9 @@ def _iter_json(
         raise InputError(f"{path}: expected a seed-001 fixture object with `chunks`")
     elif fmt == "json":
         hint = "; a seed-001 fixture is format fixture" if isinstance(doc, dict) else ""
-        raise InputError(f"{path}: expected a JSON array of chunk records{hint}")
+        raise InputError(
+            f"{path}: expected a JSON array of chunk records{hint}", param="format" if hint else None
+        )
     else:
         raise InputError(
             f"{path}: expected a JSON array of chunk records or a fixture object with `chunks`"

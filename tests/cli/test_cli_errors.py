@@ -64,12 +64,13 @@ def test_the_exit_code_is_the_class_s(probe, error: LedgerError, code: int) -> N
 def test_a_message_about_a_parameter_names_the_command_s_option(probe) -> None:  # type: ignore[no-untyped-def]
     proc = probe(InputError("as_of: '2026-02-30' must use YYYY-MM-DD", param="as_of"))
     assert proc.stderr == "error: --as-of: '2026-02-30' must use YYYY-MM-DD\n"
-    # No option of that name, no `param`, or a message that does not start with
-    # it: the message as raised.
+    # About the parameter, but first naming something else: the option at the end.
+    later = InputError("a.json: the pack's date is later", param="as_of")
+    assert probe(later).stderr == "error: a.json: the pack's date is later (--as-of)\n"
+    # No option of that name, or no `param`: the message as raised.
     for error in (
         InputError("ledger_at: must be at least 1", param="ledger_at"),
         InputError("as_of: must use YYYY-MM-DD"),
-        InputError("the pack's as_of is later", param="as_of"),
         InputError("ref: no such pack", param="ref"),  # an argument, not an option
     ):
         assert probe(error).stderr == f"error: {error}\n"
