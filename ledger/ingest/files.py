@@ -165,7 +165,8 @@ def _iter_json(
     elif fmt == "json":
         hint = "; a seed-001 fixture is format fixture" if isinstance(doc, dict) else ""
         raise InputError(
-            f"{path}: expected a JSON array of chunk records{hint}", param="format" if hint else None
+            f"{path}: expected a JSON array of chunk records{hint}",
+            param="format" if hint else None,
         )
     else:
         raise InputError(
