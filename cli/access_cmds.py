@@ -8,12 +8,13 @@ import click
 
 from ledger.core.errors import InputError
 from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
+from ledger_cli.main import RECORDED, group
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
 
 
-@click.group("subject")
+@group("subject")
 def subject_group() -> None:
     """A subject's permissions, kept as history in the ledger.
 
@@ -26,8 +27,6 @@ def subject_group() -> None:
 
 def _report(change: Any, subject: str, permissions: tuple[str, ...]) -> None:
     if change.entry is not None:
-        from ledger_cli.main import RECORDED
-
         RECORDED.append(f"entry {change.entry} ({change.data['action']}) was")
     if change.entry is None:
         click.echo(
@@ -87,7 +86,7 @@ def subject_show_command(lg: Ledger, subject: str, as_json: bool) -> None:
         click.echo(f"  entry {h['entry']}: {h['action']} {', '.join(h['permissions'])}")
 
 
-@click.group("policy")
+@group("policy")
 def policy_group() -> None:
     """The application policy: allowed trust labels and the default budget.
 
@@ -151,8 +150,6 @@ def policy_set_command(
     if change.entry is None:
         click.echo(f"policy unchanged ({desc}); nothing recorded", err=True)
     else:
-        from ledger_cli.main import RECORDED
-
         RECORDED.append(f"entry {change.entry} (policy) was")
         click.echo(f"entry {change.entry}: policy {desc}")
 

@@ -7,13 +7,15 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ledger.core.errors import EXIT_INTEGRITY
 from ledger_cli.common import WholeNumber, echo_json, json_option, pass_ledger
+from ledger_cli.main import command
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
 
 
-@click.command("why-evicted")
+@command("why-evicted")
 @click.argument("ref")
 @click.option(
     "--pack", "pack_ref", metavar="PACK", help="Only this pack (number or digest prefix)."
@@ -71,7 +73,7 @@ def why_evicted_command(
                 click.echo(f"    would admit it: {describe_hint(d['would_admit'])}")
 
 
-@click.command("diff")
+@command("diff")
 @click.argument("pack_a")
 @click.argument("pack_b")
 @json_option
@@ -107,7 +109,7 @@ def _state(s: dict[str, object]) -> str:
     return f"{s['status']} {s['source_version']}{extra}"
 
 
-@click.command("verify")
+@command("verify")
 @click.option(
     "--checkpoint",
     metavar="SEQ:HASH|FILE",
@@ -160,10 +162,10 @@ def verify_command(
         assert bad is not None
         click.echo(f"FAILED at entry {bad['seq']} ({bad['kind']}): {bad['why']}")
     if not result.ok:
-        sys.exit(4)
+        sys.exit(EXIT_INTEGRITY)
 
 
-@click.command("head")
+@command("head")
 @click.option(
     "--at",
     "at",
@@ -188,7 +190,7 @@ def head_command(lg: Ledger, at: int | None, as_json: bool) -> None:
         click.echo(head.checkpoint)
 
 
-@click.command("replay")
+@command("replay")
 @click.argument("pack")
 @json_option
 @pass_ledger
@@ -214,4 +216,4 @@ def replay_command(lg: Ledger, pack: str, as_json: bool) -> None:
             err=True,
         )
     if not result.identical:
-        sys.exit(4)
+        sys.exit(EXIT_INTEGRITY)

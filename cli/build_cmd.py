@@ -7,13 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ledger.core.errors import EXIT_INVALID
 from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
+from ledger_cli.main import RECORDED, command
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
 
 
-@click.command("build")
+@command("build")
 @click.option(
     "--as-of", "as_of", metavar="DATE", help="Valid-time date YYYY-MM-DD the pack is for."
 )
@@ -194,7 +196,6 @@ def build_command(
 
 
 def _print_pack(pack: Any, as_json: bool) -> None:
-    from ledger_cli.main import RECORDED
     from ledger_cli.packs_cmd import render_pack
 
     data = pack.to_json()
@@ -252,8 +253,6 @@ def _run_batch(lg: Ledger, path: str, counter: str, keep_going: bool, as_json: b
     else:
         result = lg.build_batch(path, counter=counter, keep_going=keep_going, lines=lines)
     if result.packs:
-        from ledger_cli.main import RECORDED
-
         numbers = [p["pack"] for p in result.packs]
         RECORDED.append(
             f"packs {numbers[0]}-{numbers[-1]} were"
@@ -274,4 +273,4 @@ def _run_batch(lg: Ledger, path: str, counter: str, keep_going: bool, as_json: b
             f"{len(result.packs)} packs recorded, {len(result.failed)} lines failed", err=True
         )
     if result.failed:
-        sys.exit(1)
+        sys.exit(EXIT_INVALID)

@@ -66,7 +66,7 @@ def pass_ledger(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def echo_json(data: Any) -> None:
-    """SPEC: data alone on stdout, keys sorted, stable order."""
+    """Data alone on stdout, keys sorted, stable order (docs/reference/json.md)."""
     click.echo(json_text(data))
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ledger_cli.main import Settings, pass_settings
+from ledger_cli.main import Settings, command, pass_settings
 
 
-@click.command("init")
+@command("init")
 @pass_settings
 def init_command(settings: Settings) -> None:
     """Create the database, or upgrade it to the newest schema.

@@ -8,12 +8,13 @@ import click
 
 from ledger.core.errors import EXIT_USAGE, ContextError
 from ledger_cli.common import echo_json, json_option, pass_ledger
+from ledger_cli.main import RECORDED, command
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
 
 
-@click.command("erase")
+@command("erase")
 @click.argument("refs", nargs=-1, metavar="[REF]...")
 @click.option(
     "--ended-before",
@@ -64,8 +65,6 @@ def erase_command(
         raise ContextError("--reason TEXT is required: say why the bodies are erased", EXIT_USAGE)
     result = lg.erase(list(refs), reason=reason, ended_before=ended_before, retention=retention)
     if result.entry is not None:
-        from ledger_cli.main import RECORDED
-
         RECORDED.append(f"entry {result.entry} (erase) was")
     if as_json:
         echo_json(result.to_json())

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ledger_cli.common import byte_progress, echo_json, json_option, pass_ledger, render_table
+from ledger_cli.main import RECORDED, command
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
 
 
-@click.command("ingest")
+@command("ingest")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option(
     "--format",
@@ -144,8 +145,6 @@ def _stored_words(batch: int | None) -> str:
 def _recorded(batch: int | None) -> None:
     """Tell main() the batch is committed: if printing fails, it says so (exit 0)."""
     if batch is not None:
-        from ledger_cli.main import RECORDED
-
         RECORDED.append(f"batch {batch} (entry {batch}) was")
 
 
@@ -189,7 +188,7 @@ def _document_progress() -> Iterator[Callable[[int, int], None] | None]:
             sys.stderr.flush()
 
 
-@click.command("chunks")
+@command("chunks")
 @click.option("--id", "chunk_id", metavar="ID", help="Only the versions of this chunk id.")
 @json_option
 @pass_ledger

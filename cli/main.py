@@ -1,26 +1,39 @@
 """The `ledger` command group: global options, lazy subcommands, exit codes.
 
-Exit codes (SPEC.md): 0 success, 1 invalid input or refused operation, 2 usage
-error, 3 not found, 4 integrity failure. A `LedgerError` becomes one line
-`error: ...` on stderr with its code; so does a database failure (a full disk,
-an I/O error, a lost server: SQLAlchemy's OperationalError, exit 1). Any other
-exception is a bug and keeps its traceback.
+Exit codes (docs/reference/exit-codes.md): 0 success, 1 invalid input or refused
+operation, 2 usage error, 3 not found, 4 integrity failure. The code comes from
+the exception's class alone (`exit_code_of`). A `LedgerError` becomes one line
+`error: ...` on stderr, its API parameter named as this command's option
+(`as_of: ...` becomes `--as-of: ...`, `render_error`); so does a database
+failure (a full disk, an I/O error, a lost server: SQLAlchemy's DBAPIError,
+exit 1; a stored text that is not UTF-8, exit 4). Any other exception is a bug
+and keeps its traceback.
+
+Every command runs with the cyclic garbage collector paused
+(`ledger_cli.collector`), except the long-running server (`ledger mcp`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import gc
 import importlib
 import importlib.util
 import io
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from ledger.core.errors import EXIT_INTEGRITY, EXIT_INVALID, EXIT_USAGE, LedgerError
+from ledger.core.errors import (
+    EXIT_INVALID,
+    EXIT_USAGE,
+    IntegrityError,
+    LedgerError,
+    RefusedError,
+)
+from ledger_cli.collector import collector_paused, freeze_loaded
 
 # name -> "module:attribute". Modules are imported only when their command runs
 # (or when help lists them), so a database-free command never loads SQLAlchemy.
@@ -81,9 +94,7 @@ class Settings:
             self._ledger = open_ledger(self.db)
             ctx.call_on_close(self._close)
             if _PROCESS["one_command"]:
-                # What is loaded now (SQLAlchemy, the ledger's modules, the engine)
-                # lives as long as the process: out of every later collection.
-                gc.freeze()
+                freeze_loaded()
         return self._ledger
 
     def _close(self) -> None:
@@ -95,7 +106,90 @@ class Settings:
 pass_settings = click.make_pass_decorator(Settings)
 
 
-class LazyGroup(click.Group):
+# The innermost command whose run raised the LedgerError being reported: its
+# options name the error's `param` (set by `Command.invoke`, read by `_main`).
+FAILED_IN: list[click.Command] = []
+
+
+class Command(click.Command):
+    """A `ledger` command: it runs with the garbage collector paused (unless
+    `pause_collector=False`: a server), and a LedgerError it raises is
+    rendered with its options' names."""
+
+    def __init__(self, *args: Any, pause_collector: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pause_collector = pause_collector
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            if not self.pause_collector:
+                return super().invoke(ctx)
+            with collector_paused():
+                return super().invoke(ctx)
+        except LedgerError:
+            if not FAILED_IN:  # the innermost command comes first
+                FAILED_IN.append(self)
+            raise
+
+
+class Group(Command, click.Group):
+    """A group of `ledger` commands; its subcommands are `Command`s. The group
+    itself does not pause the collector: each subcommand decides."""
+
+    command_class = Command
+    group_class = type  # click: a subgroup is of this group's class
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("pause_collector", False)
+        super().__init__(*args, **kwargs)
+
+
+def command(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Command]:
+    """`click.command` for a `ledger` command."""
+    made: Callable[[Callable[..., Any]], Command] = click.command(name, cls=Command, **kwargs)
+    return made
+
+
+def group(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Group]:
+    """`click.group` for a group of `ledger` commands."""
+    made: Callable[[Callable[..., Any]], Group] = click.group(name, cls=Group, **kwargs)
+    return made
+
+
+def render_error(error: LedgerError, command: click.Command | None) -> str:
+    """The error's one line as this command says it: a message about an API
+    parameter (`as_of: ...`, `param="as_of"`) names the command's option for
+    it instead (`--as-of: ...`) when the command has one (an option of that
+    name, or spelled `--as-of`: `format` is `--format` even where the command
+    calls it `fmt`). A message about the parameter that starts with something
+    else (a file's name) names the option at its end: `a.yaml: cannot tell the
+    format ... (--format)`. Else the message as raised.
+
+    >>> c = click.Command("build", params=[click.Option(["--as-of"])])
+    >>> render_error(LedgerError("as_of: must use YYYY-MM-DD", param="as_of"), c)
+    '--as-of: must use YYYY-MM-DD'
+    """
+    text = str(error)
+    param = error.param
+    if param is None or command is None:
+        return text
+    flag = "--" + param.replace("_", "-")
+    for option in command.params:
+        if isinstance(option, click.Option) and (option.name == param or flag in option.opts):
+            name = ([o for o in option.opts if o.startswith("--")] or option.opts)[0]
+            if text.startswith(f"{param}:"):
+                return name + text[len(param) :]
+            return f"{text} ({name})"
+    return text
+
+
+def exit_code_of(error: LedgerError) -> int:
+    """The exit code of a LedgerError: its class's (docs/reference/exit-codes.md).
+    The one place the command line chooses a code for a library error."""
+    return error.exit_code
+
+
+class LazyGroup(Group):
     """A group whose subcommands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -140,13 +234,21 @@ def cli(ctx: click.Context, db: str) -> None:
     ctx.obj = Settings(db=db)
 
 
-def database_failure(exc: BaseException) -> str | None:
-    """The one-line message of a database failure, or None for any other exception.
+class DatabaseFailure(RefusedError):
+    """The database failed (a full disk, an I/O error, a lost server, a
+    read-only database, a missing privilege): not a bug, exit 1."""
+
+
+def database_error(exc: BaseException) -> LedgerError | None:
+    """A database failure as a LedgerError of its class, or None for any other
+    exception.
 
     Every SQLAlchemy `DBAPIError` (a full disk, an I/O error, a lost server, a
     read-only database, a missing privilege, a constraint the database enforces)
-    is a failure of the database, not a bug. The class is checked by name so that
-    the database-free commands never import SQLAlchemy. Only the driver's primary
+    is a failure of the database, not a bug: a `DatabaseFailure`. A stored text
+    that sqlite cannot decode as UTF-8 means the database was altered outside
+    the ledger: an `IntegrityError`. The class is checked by name so that the
+    database-free commands never import SQLAlchemy. Only the driver's primary
     message is used: SQLAlchemy's text shows the statement's parameters and
     PostgreSQL's DETAIL may show a failing row, and either may hold chunk bodies.
     The advice fits the cause (a read-only database is not a full disk).
@@ -159,7 +261,7 @@ def database_failure(exc: BaseException) -> str | None:
     orig = getattr(exc, "orig", None)
     if "Could not decode to UTF-8" in str(orig):
         # sqlite3 quotes the undecodable text, a chunk body, in its message.
-        return (
+        return IntegrityError(
             "a stored text is not valid UTF-8: the database was altered; "
             "run `ledger verify` to name the entry"
         )
@@ -168,22 +270,25 @@ def database_failure(exc: BaseException) -> str | None:
     text = primary if isinstance(primary, str) and primary else (str(orig) if orig else "")
     # The first line only: DETAIL and CONTEXT lines may quote a row.
     reason = " ".join(text.splitlines()[0].split()) if text.strip() else type(exc).__name__
-    low = reason.lower()
+    return DatabaseFailure(
+        f"the database failed: {reason}; nothing was recorded by this command "
+        f"({_database_advice(reason.lower())})"
+    )
+
+
+def _database_advice(low: str) -> str:
+    """What to do about a database failure, from the driver's lower-cased words."""
     if "read-only" in low or "readonly" in low or "read only" in low or "hot standby" in low:
-        advice = (
+        return (
             "the database is read-only for this connection; run it where the ledger may be written"
         )
-    elif "permission denied" in low or "privilege" in low or "must be owner" in low:
-        advice = "the database user lacks a privilege; grant it, or connect as the ledger's owner"
-    elif any(w in low for w in ("disk", "full", "no space", "i/o", "disk i/o")):
-        advice = "free disk space or fix the database, then run it again"
-    elif "already exists" in low:
-        advice = (
-            "the schema is not what this ledger made; run `ledger verify`, or use a new database"
-        )
-    else:
-        advice = "fix the database or the connection, then run it again"
-    return f"the database failed: {reason}; nothing was recorded by this command ({advice})"
+    if "permission denied" in low or "privilege" in low or "must be owner" in low:
+        return "the database user lacks a privilege; grant it, or connect as the ledger's owner"
+    if any(w in low for w in ("disk", "full", "no space", "i/o", "disk i/o")):
+        return "free disk space or fix the database, then run it again"
+    if "already exists" in low:
+        return "the schema is not what this ledger made; run `ledger verify`, or use a new database"
+    return "fix the database or the connection, then run it again"
 
 
 # What a command recorded before it printed (`pack 3 (entry 9)`): if printing
@@ -228,27 +333,34 @@ def main(argv: list[str] | None = None) -> None:
     process runs this one command: what is loaded once the ledger is open, and
     everything at the end, is frozen out of the garbage collector, so that its
     collections (after a selection, at shutdown) do not walk SQLAlchemy's
-    hundreds of thousands of objects again (issue 21: tens of milliseconds on
-    every database command). Exit handlers still run.
+    hundreds of thousands of objects again (`ledger_cli.collector`). Exit
+    handlers still run.
     """
     _PROCESS["one_command"] = argv is None
     try:
         _main(argv)
     finally:
         if argv is None:
-            gc.freeze()
+            freeze_loaded()
+
+
+def _fail(error: LedgerError) -> None:
+    """Report a LedgerError in one line on stderr and exit with its class's code."""
+    command = FAILED_IN[0] if FAILED_IN else None
+    click.echo(f"error: {render_error(error, command)}", err=True)
+    sys.exit(exit_code_of(error))
 
 
 def _main(argv: list[str] | None) -> None:
     RECORDED.clear()  # one run per process, but main() may be called in-process
+    FAILED_IN.clear()
     if sys.stdout is None:
         sys.stdout = _ClosedStdout()
     try:
         cli.main(args=argv, prog_name="ledger", standalone_mode=False)
         _flush_stdout()
     except LedgerError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        _fail(exc)
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)
         sys.exit(1)
@@ -295,11 +407,10 @@ def _main(argv: list[str] | None) -> None:
         # missing privilege is not a bug: one line, exit 1. The command's
         # transaction was rolled back (or never committed), so nothing it would
         # have recorded is in the ledger.
-        message = database_failure(exc)
-        if message is None:
+        error = database_error(exc)
+        if error is None:
             raise
-        click.echo(f"error: {message}", err=True)
-        sys.exit(EXIT_INTEGRITY if "database was altered" in message else EXIT_INVALID)
+        _fail(error)
     sys.exit(0)
 
 

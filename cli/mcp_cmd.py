@@ -5,16 +5,15 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING
 
-import click
-
 from ledger.core.errors import InputError
 from ledger_cli.common import pass_ledger
+from ledger_cli.main import command
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
 
 
-@click.command("mcp")
+@command("mcp", pause_collector=False)
 @pass_ledger
 def mcp_command(lg: Ledger) -> None:
     """Serve the ledger to an MCP client over stdio (read only).

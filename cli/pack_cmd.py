@@ -18,6 +18,7 @@ import click
 
 from ledger import safeio
 from ledger.core.errors import InputError, LedgerError
+from ledger_cli.main import command
 
 PACK_ERROR_EXIT = 2  # the seed-001 reference's code for every failure
 SELECT_ERROR_EXIT = 1  # the seed-000 reference's code for invalid input
@@ -88,7 +89,7 @@ def _write_pack(
     return target
 
 
-@click.command("pack")
+@command("pack")
 @click.option(
     "--fixture",
     "fixture",
@@ -140,7 +141,7 @@ def pack_command(fixture: str | None, json_pack: str | None) -> None:
     sys.exit(0)
 
 
-@click.command("select")
+@command("select")
 def select_command() -> None:
     """Select items into a budget (the seed-000 contract) from JSON on stdin.
 

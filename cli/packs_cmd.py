@@ -10,6 +10,7 @@ import click
 
 from ledger.core.reasons import short_detail
 from ledger_cli.common import echo_json, json_option, json_text, pass_ledger, render_table
+from ledger_cli.main import command
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -74,7 +75,7 @@ def render_pack(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@click.command("packs")
+@command("packs")
 @click.option(
     "--trace-id",
     "trace_id",
@@ -120,7 +121,7 @@ def packs_command(lg: Ledger, trace_id: str | None, as_json: bool) -> None:
     )
 
 
-@click.command("show")
+@command("show")
 @click.argument("pack")
 @json_option
 @pass_ledger
@@ -140,7 +141,7 @@ def show_command(lg: Ledger, pack: str, as_json: bool) -> None:
         click.echo(render_pack(data))
 
 
-@click.command("export")
+@command("export")
 @click.argument("pack")
 @click.option(
     "--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True

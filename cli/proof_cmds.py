@@ -16,16 +16,15 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ledger.core.errors import EXIT_INTEGRITY
 from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
-from ledger_cli.main import Settings
+from ledger_cli.main import Settings, command, group
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
 
-EXIT_INTEGRITY = 4
 
-
-@click.command("keygen")
+@command("keygen")
 @click.argument("name")
 @click.option(
     "-o", "--output", "output", required=True, metavar="KEYFILE", help="The new private key file."
@@ -47,7 +46,7 @@ def keygen_command(name: str, output: str) -> None:
     click.echo(f"wrote {os.path.abspath(output)} (owner-only; keep it secret)", err=True)
 
 
-@click.group("checkpoint", invoke_without_command=True)
+@group("checkpoint", invoke_without_command=True)
 @click.option("--key", "key", metavar="KEYFILE", help="Sign the checkpoint with this key.")
 @click.option("-o", "--output", "output", metavar="FILE", help="Write the checkpoint to FILE.")
 @json_option
@@ -136,7 +135,7 @@ def _count(value: str, what: str) -> int:
     return n
 
 
-@click.command("prove")
+@command("prove")
 @click.argument("args", nargs=-1, metavar="PACK | --consistency OLD [NEW]")
 @click.option(
     "--size", type=INTEGER, metavar="N", help="Prove in the tree of N entries (default: now)."
@@ -193,7 +192,7 @@ def prove_command(
         click.echo(f"  {h}")
 
 
-@click.group("proof")
+@group("proof")
 def proof_group() -> None:
     """Check proofs made by `ledger prove`: no database needed.
 

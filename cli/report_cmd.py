@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ledger_cli.common import WholeNumber, pass_ledger
+from ledger_cli.main import command
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,79}")
 
 
-@click.command("report")
+@command("report")
 @click.argument("pack", required=False)
 @click.option(
     "--diff",

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 import click
 
 from ledger_cli.common import echo_json, json_option, pass_ledger
+from ledger_cli.main import RECORDED, command
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
 
 
-@click.command("retract")
+@command("retract")
 @click.argument("ids", nargs=-1, required=True, metavar="ID...")
 @click.option(
     "--from",
@@ -41,8 +42,6 @@ def retract_command(
     ledger retract a-1 a-2 --from 2026-08-01 --json
     """
     result = lg.retract(list(ids), from_date=from_date, reason=reason)
-    from ledger_cli.main import RECORDED
-
     RECORDED.append(f"entry {result.entry} (retract) was")
     if as_json:
         echo_json(result.to_json())

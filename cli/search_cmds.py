@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 import click
 
 from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
+from ledger_cli.main import command
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
 
 
-@click.command("search")
+@command("search")
 @click.argument("text")
 @click.option("--as-of", "as_of", metavar="DATE", help="Only versions valid on DATE (YYYY-MM-DD).")
 @click.option("--limit", type=INTEGER, default=10, show_default=True, help="At most N results.")
@@ -45,7 +46,7 @@ def search_command(
             click.echo(f"            {r['snippet']}")
 
 
-@click.command("why")
+@command("why")
 @click.argument("text")
 @click.option(
     "--pack", "pack_ref", metavar="PACK", help="The pack to ask about (number or digest prefix)."

@@ -28,6 +28,7 @@ from ledger.core.transcript import (
     render_sidecar,
     select_exchanges,
 )
+from ledger_cli.main import group
 
 CONTINUATION = "continuation.md"
 OMISSIONS = "omissions.json"
@@ -162,7 +163,7 @@ def export_transcript(
     return selection
 
 
-@click.group("transcript")
+@group("transcript")
 def transcript_group() -> None:
     """Keep critical transcript exchanges verbatim within a byte budget.
 

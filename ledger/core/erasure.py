@@ -17,19 +17,19 @@ from typing import Any
 from ledger.core.canonical import digest_value
 
 MAX_REASON = 500
-"""Longest `--reason`, in characters (as `retract --reason`)."""
+"""Longest erase reason, in characters (as a retraction's)."""
 
 
 def check_reason(reason: str | None) -> str:
     """The reason an erase records: required, stripped, non-blank, at most 500
     characters, no NUL. ValueError names what is wrong."""
     if reason is None:
-        raise ValueError("--reason is required: say why the bodies are erased")
+        raise ValueError("reason: required; say why the bodies are erased")
     text = reason.strip()
     if not text:
-        raise ValueError("--reason: must not be blank; say why the bodies are erased")
+        raise ValueError("reason: must not be blank; say why the bodies are erased")
     if len(text) > MAX_REASON or "\x00" in text:
-        raise ValueError(f"--reason: at most {MAX_REASON} characters, and no NUL character")
+        raise ValueError(f"reason: at most {MAX_REASON} characters, and no NUL character")
     return text
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -350,103 +349,106 @@ def read_export(data: bytes, fmt: str, *, name: str = "<transcript>") -> Transcr
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}")
-
-    def fail(line: int, message: str) -> TranscriptError:
-        return TranscriptError(name, line, message)
-
     if not data:
-        raise fail(1, f"empty file; expected a {fmt} export (JSON Lines)")
+        raise TranscriptError(name, 1, f"empty file; expected a {fmt} export (JSON Lines)")
     if data.startswith(_BOM):
-        raise fail(1, "starts with a UTF-8 byte-order mark; save the file as UTF-8 without BOM")
-
+        raise TranscriptError(
+            name, 1, "starts with a UTF-8 byte-order mark; save the file as UTF-8 without BOM"
+        )
     reader: _ClaudeReader | _CodexReader = (
         _ClaudeReader() if fmt == "claude-code" else _CodexReader()
     )
-    classify: Callable[[dict[str, Any]], Event] = reader
-    skipped: Counter[str] = Counter()
-    exchanges: list[Exchange] = []
-    current: _Open | None = None
-    preamble: _Open | None = None  # injected or assistant records before the first prompt
-    injected = 0
-    first_date: str | None = None
-    last_date: str | None = None
-
-    def close(ex: _Open) -> None:
-        marks = set(ex.marks)
-        if not ex.answered:
-            marks.add(UNANSWERED)
-        elif ex.pending or ex.awaiting:
-            marks.add(INTERRUPTED)
-        index = len(exchanges) + 1
-        exchanges.append(
-            Exchange(
-                exchange_name(index),
-                index,
-                ex.first_line,
-                ex.last_line,
-                ex.start,
-                ex.end,
-                tuple(sorted(marks)),
-            )
-        )
-
+    grouping = _Exchanges()
     lineno = 0
     for lineno, start, end, line in split_lines(data):
         if not line.strip():
-            skipped["(blank line)"] += 1
+            grouping.skipped["(blank line)"] += 1
             continue
         try:
             record = loads_strict(decode_line(line))
             if not isinstance(record, dict):
                 raise _Fail(f"line is a JSON {type(record).__name__}, not an object")
-            event = classify(record)
+            event = reader(record)
         except (ValueError, _Fail) as exc:
-            raise fail(lineno, str(exc)) from None
-        stamp = _date(record.get("timestamp"))
+            raise TranscriptError(name, lineno, str(exc)) from None
+        grouping.add(event, lineno, start, end, _date(record.get("timestamp")))
+    exchanges = grouping.finish()
+    if not exchanges:
+        raise TranscriptError(name, lineno, f"no message record in the file; is it a {fmt} export?")
+    info = ExportInfo(
+        format=fmt,
+        session_id=reader.session_id,
+        first_date=grouping.first_date,
+        last_date=grouping.last_date,
+        skipped=dict(sorted(grouping.skipped.items())),
+        injected=grouping.injected,
+    )
+    return Transcript(name, data, hashlib.sha256(data).hexdigest(), tuple(exchanges), export=info)
+
+
+class _Exchanges:
+    """The export's records grouped into exchanges, one event at a time: a prompt
+    opens an exchange, everything up to the next prompt belongs to it."""
+
+    def __init__(self) -> None:
+        self.skipped: Counter[str] = Counter()
+        self.exchanges: list[Exchange] = []
+        self.current: _Open | None = None
+        # Injected or assistant records before the first prompt.
+        self.preamble: _Open | None = None
+        self.injected = 0
+        self.first_date: str | None = None
+        self.last_date: str | None = None
+
+    def add(self, event: Event, lineno: int, start: int, end: int, stamp: str | None) -> None:
         if stamp is not None:
-            first_date = first_date or stamp
-            last_date = stamp
-
+            self.first_date = self.first_date or stamp
+            self.last_date = stamp
         if event.kind == _SKIP:
-            skipped[event.type] += 1
-            if current is not None:
-                current.marks.update(event.marks)
-            continue
+            self.skipped[event.type] += 1
+            if self.current is not None:
+                self.current.marks.update(event.marks)
+        elif event.kind == _PROMPT:
+            self._prompt(event, lineno, start, end)
+        else:
+            self._within(event, lineno, start, end)
 
-        if event.kind == _PROMPT:
-            ex = current
-            if (
-                ex is not None
-                and ex.echo is not None
-                and event.echo is not None
-                and ex.echo_kind != event.echo_kind
-                and ex.echo == event.echo
-            ):
-                # Codex writes each prompt twice (a response item and an event);
-                # the second is the same prompt, not a new exchange.
-                ex.end, ex.last_line, ex.echo = end, lineno, None
-                continue
-            if ex is not None:
-                close(ex)
-            ex = preamble if preamble is not None else _Open(start, lineno)
-            preamble = None
-            ex.prompted = True
-            ex.answered = ex.awaiting = False
-            ex.pending.clear()
-            ex.echo, ex.echo_kind = event.echo, event.echo_kind
-            ex.end, ex.last_line = end, lineno
-            current = ex
-            continue
+    def _prompt(self, event: Event, lineno: int, start: int, end: int) -> None:
+        ex = self.current
+        if (
+            ex is not None
+            and ex.echo is not None
+            and event.echo is not None
+            and ex.echo_kind != event.echo_kind
+            and ex.echo == event.echo
+        ):
+            # Codex writes each prompt twice (a response item and an event);
+            # the second is the same prompt, not a new exchange.
+            ex.end, ex.last_line, ex.echo = end, lineno, None
+            return
+        if ex is not None:
+            self._close(ex)
+        ex = self.preamble if self.preamble is not None else _Open(start, lineno)
+        self.preamble = None
+        ex.prompted = True
+        ex.answered = ex.awaiting = False
+        ex.pending.clear()
+        ex.echo, ex.echo_kind = event.echo, event.echo_kind
+        ex.end, ex.last_line = end, lineno
+        self.current = ex
 
-        ex = current
+    def _within(self, event: Event, lineno: int, start: int, end: int) -> None:
+        """An injected, assistant or tool-result record: part of the open exchange
+        (or of the preamble before the first prompt)."""
+        ex = self.current
         if ex is None:
-            if preamble is None:
-                preamble = _Open(start, lineno)
-            ex = preamble
+            if self.preamble is None:
+                self.preamble = _Open(start, lineno)
+            ex = self.preamble
         ex.end, ex.last_line, ex.echo = end, lineno, None
         ex.marks.update(event.marks)
         if event.kind == _INJECTED:
-            injected += 1
+            self.injected += 1
             ex.marks.add(INJECTED)
         elif event.kind == _ASSISTANT:
             ex.answered = True
@@ -459,24 +461,33 @@ def read_export(data: bytes, fmt: str, *, name: str = "<transcript>") -> Transcr
                     ex.marks.add(ORPHANED)
             ex.awaiting = True
 
-    if current is not None:
-        close(current)
-    if preamble is not None:
-        # No prompt at all (a file that starts with the assistant and never gets
-        # a prompt): its records are one exchange, kept whole.
-        close(preamble)
-    if not exchanges:
-        raise fail(lineno, f"no message record in the file; is it a {fmt} export?")
+    def _close(self, ex: _Open) -> None:
+        marks = set(ex.marks)
+        if not ex.answered:
+            marks.add(UNANSWERED)
+        elif ex.pending or ex.awaiting:
+            marks.add(INTERRUPTED)
+        index = len(self.exchanges) + 1
+        self.exchanges.append(
+            Exchange(
+                exchange_name(index),
+                index,
+                ex.first_line,
+                ex.last_line,
+                ex.start,
+                ex.end,
+                tuple(sorted(marks)),
+            )
+        )
 
-    info = ExportInfo(
-        format=fmt,
-        session_id=reader.session_id,
-        first_date=first_date,
-        last_date=last_date,
-        skipped=dict(sorted(skipped.items())),
-        injected=injected,
-    )
-    return Transcript(name, data, hashlib.sha256(data).hexdigest(), tuple(exchanges), export=info)
+    def finish(self) -> list[Exchange]:
+        if self.current is not None:
+            self._close(self.current)
+        if self.preamble is not None:
+            # No prompt at all (a file that starts with the assistant and never
+            # gets a prompt): its records are one exchange, kept whole.
+            self._close(self.preamble)
+        return self.exchanges
 
 
 def read_transcript(data: bytes, fmt: str | None, *, name: str = "<transcript>") -> Transcript:

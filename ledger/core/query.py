@@ -322,10 +322,13 @@ def _int(value: object) -> int:
     return value
 
 
-def check_top(top: object, where: str = "--top") -> int:
-    """K of a retrieval build: an integer from 1 to `MAX_TOP`."""
+def check_top(top: object, where: str = "top") -> int:
+    """K of a retrieval build: an integer from 1 to `MAX_TOP`; else an
+    InputError about the parameter `where`."""
     if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
-        raise InputError(f"{where}: must be an integer between 1 and {MAX_TOP}, not {top!r}")
+        raise InputError(
+            f"{where}: must be an integer between 1 and {MAX_TOP}, not {top!r}", param=where
+        )
     return top
 
 

@@ -1,4 +1,4 @@
-"""Chunk records: validation by SPEC's chunk table. Pure: no I/O.
+"""Chunk records: validation by the chunk table (docs/reference/records.md). Pure.
 
 Shared by `ledger pack` (fixture mode: every text field stripped, `content`
 included, at most 10,000 characters) and `ledger ingest` (ledger mode: `content`
@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 from json.encoder import encode_basestring
-from operator import itemgetter
 from typing import Any
 
 from ledger.core.canonical import content_digest as _content_digest
@@ -259,7 +258,9 @@ def validate_chunk(
     allow_nul: bool = True,
     ledger: bool = False,
 ) -> ChunkRecord:
-    """Validate one chunk object by SPEC's chunk table; return it as stored.
+    """Validate one chunk object by the chunk table; return it as stored.
+
+    The rules: docs/reference/records.md.
 
     Fixture mode (`ledger pack`): `max_content=10_000, strip_content=True`.
     Ingest passes `allow_nul=False`: the ledger refuses U+0000 in the free-text
@@ -348,24 +349,27 @@ def _plain_record(
     """The record of `obj` when every field has its type and plainly passes every
     rule (`is_plain`); else None, and the checks of `validate_chunk` name the
     first rule broken."""
-    values = tuple(map(obj.__getitem__, FIELDS))
     if not (
-        set(map(type, _TEXT_VALUES(values))) == {str}
-        and (values[5] is None or type(values[5]) is str)
-        and type(values[9]) is int
-        and type(values[10]) is int
-        and type(values[11]) is bool
+        all(type(obj[name]) is str for name in _TEXT_FIELDS)
+        and (obj["expires_on"] is None or type(obj["expires_on"]) is str)
+        and type(obj["estimated_tokens"]) is int
+        and type(obj["priority"]) is int
+        and type(obj["required"]) is bool
     ):
         return None
     # Positional arguments in FIELDS order (half the cost of keywords).
-    rec = ChunkRecord(*values)
+    rec = ChunkRecord(*[obj[name] for name in FIELDS])
     if not is_plain(rec, max_content):
         return None
     return replace(rec, content=rec.content.strip()) if strip_content else rec
 
 
-# The values of `_plain_record` that must be text: all but expires_on and the numbers.
-_TEXT_VALUES = itemgetter(0, 1, 2, 3, 4, 6, 7, 8, 12)
+# The fields that `_plain_record` requires as text: all but expires_on and the numbers.
+_TEXT_FIELDS = tuple(
+    name
+    for name in FIELDS
+    if name not in ("expires_on", "estimated_tokens", "priority", "required")
+)
 
 
 def is_plain(rec: ChunkRecord, max_content: int = LEDGER_MAX_CONTENT) -> bool:
@@ -421,7 +425,8 @@ def _names(ids: Iterable[str]) -> str:
 
 
 def check_dedupe_groups(records: Iterable[ChunkRecord]) -> None:
-    """Refuse dedupe groups that break SPEC's rules, counting DISTINCT ids.
+    """Refuse dedupe groups that break the rules, counting DISTINCT ids
+    (docs/reference/records.md).
 
     A group of two or more chunk ids may not hold a required chunk, and all its
     members (every version of every id in it) must agree on `section`,

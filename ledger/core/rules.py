@@ -295,7 +295,8 @@ def _parse_rule(table: Any, index: int, where: str) -> Rule:
     if dedupe not in DEDUPE_POLICIES:
         raise InputError(f'{at}.dedupe is unsupported: {dedupe!r}; use "content" or "id"')
     if required and dedupe == "content":
-        # SPEC: a dedupe group of two or more ids may not hold a required chunk.
+        # A dedupe group of two or more ids may not hold a required chunk
+        # (docs/reference/records.md).
         raise InputError(
             f"{at}: required chunks cannot share a dedupe_key; "
             'use dedupe = "id" with required = true'

@@ -124,26 +124,6 @@ DECODER = json.JSONDecoder(
 )
 
 
-# The C scanner that `decode` runs (set by JSONDecoder.__init__; not in typeshed):
-# `SCAN(text, i)` is (value, end) of the value at `i`, raising on what DECODER refuses.
-SCAN = DECODER.scan_once  # type: ignore[attr-defined]
-JSON_SPACE = " \t\n\r"
-
-
-def _decode(text: str) -> Any:
-    """`DECODER.decode(text)`, a step shorter for a value that starts the text
-    (one record per line): the same scanner, and the full path whenever the
-    text starts with white space or has more after the value, so that every
-    error is raised by `decode` itself, word for word."""
-    try:
-        value, end = SCAN(text, 0)
-    except StopIteration:
-        return DECODER.decode(text)
-    if end != len(text) and text[end:].strip(JSON_SPACE):
-        return DECODER.decode(text)
-    return value
-
-
 def max_depth(data: bytes) -> int:
     """The deepest nesting of arrays and objects in JSON `data`, strings ignored.
 
@@ -211,25 +191,7 @@ def loads_strict(data: bytes | str, *, source: str | None = None) -> Any:
     ...
     ledger.core.strictjson.StrictJSONError: duplicate JSON key: 'a'
     """
-    if isinstance(data, str):
-        if data.startswith("\ufeff"):
-            raise _fail("UTF-8 byte-order mark is not allowed", source, 1, 1)
-        try:
-            raw = data.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            message = "lone surrogate in JSON text at line {line}, column {column}"
-            raise _fail_at(data, exc.start, source, message) from None
-    elif isinstance(data, (bytes, bytearray, memoryview)):
-        raw = bytes(data)
-        if raw.startswith(_BOM):
-            raise _fail("UTF-8 byte-order mark is not allowed", source, 1, 1)
-    else:
-        raise TypeError(f"loads_strict needs bytes or str, not {type(data).__name__}")
-    try:
-        text = raw.decode("utf-8") if not isinstance(data, str) else data
-    except UnicodeDecodeError as exc:
-        message = f"invalid UTF-8 at byte {exc.start} (line {{line}}, column {{column}})"
-        raise _fail_at(raw, exc.start, source, message) from None
+    raw, text = _bytes_and_text(data, source)
     if not text or text.isspace():
         raise _fail("empty JSON text", source)
     # Nesting cannot be deeper than the number of bytes or of openers: the common,
@@ -240,8 +202,44 @@ def loads_strict(data: bytes | str, *, source: str | None = None) -> Any:
         and max_depth(raw) > MAX_DEPTH
     ):
         raise _fail(f"JSON nesting deeper than {MAX_DEPTH} levels", source)
+    value = _parse(text, source)
+    if b"\\u" in raw and _SURROGATE_ESCAPE.search(raw):
+        try:
+            _check_strings(value)
+        except StrictJSONError as exc:
+            if source:
+                raise _fail(str(exc), source) from None
+            raise
+    return value
+
+
+def _bytes_and_text(data: bytes | str, source: str | None) -> tuple[bytes, str]:
+    """`data` as UTF-8 bytes and as text; refused: a byte-order mark, a lone
+    surrogate (text), invalid UTF-8 (bytes), anything else than bytes or text."""
+    if isinstance(data, str):
+        if data.startswith("\ufeff"):
+            raise _fail("UTF-8 byte-order mark is not allowed", source, 1, 1)
+        try:
+            return data.encode("utf-8"), data
+        except UnicodeEncodeError as exc:
+            message = "lone surrogate in JSON text at line {line}, column {column}"
+            raise _fail_at(data, exc.start, source, message) from None
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"loads_strict needs bytes or str, not {type(data).__name__}")
+    raw = bytes(data)
+    if raw.startswith(_BOM):
+        raise _fail("UTF-8 byte-order mark is not allowed", source, 1, 1)
     try:
-        value = _decode(text)
+        return raw, raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        message = f"invalid UTF-8 at byte {exc.start} (line {{line}}, column {{column}})"
+        raise _fail_at(raw, exc.start, source, message) from None
+
+
+def _parse(text: str, source: str | None) -> Any:
+    """The value of JSON `text` by the strict decoder; its refusals as one line."""
+    try:
+        return DECODER.decode(text)
     except StrictJSONError as exc:
         if source:
             raise _fail(str(exc), source) from None
@@ -261,14 +259,6 @@ def loads_strict(data: bytes | str, *, source: str | None = None) -> Any:
     except RecursionError:
         # Only reachable when the caller's own stack is already deep.
         raise _fail("JSON nesting too deep for this stack", source) from None
-    if b"\\u" in raw and _SURROGATE_ESCAPE.search(raw):
-        try:
-            _check_strings(value)
-        except StrictJSONError as exc:
-            if source:
-                raise _fail(str(exc), source) from None
-            raise
-    return value
 
 
 def loads_object(

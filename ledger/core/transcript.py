@@ -350,103 +350,117 @@ def parse_transcript(data: bytes, *, name: str = "<transcript>") -> Transcript:
     [('e001', 1, 2)]
     """
 
-    def fail(line: int, message: str) -> TranscriptError:
-        return TranscriptError(name, line, message)
-
     if not data:
-        raise fail(1, "empty file; expected JSON Lines, one message a line")
+        raise TranscriptError(name, 1, "empty file; expected JSON Lines, one message a line")
     if data.startswith(_BOM):
-        raise fail(1, "starts with a UTF-8 byte-order mark; save the file as UTF-8 without BOM")
-
-    exchanges: list[Exchange] = []
-    # The ongoing exchange.
-    start = first_line = 0
-    open_exchange = False
-    last_kind = ""
-    last_line = 0
-    pending: dict[str, int] = {}  # tool call id -> line of the call
-    called: set[str] = set()
-
-    def close(at: int | None) -> None:
-        where = "the end of the file" if at is None else f"the next user prompt (line {at})"
-        if pending:
-            call_id, call_line = min(pending.items(), key=lambda item: item[1])
-            raise fail(
-                call_line,
-                f"tool call {_show(call_id)} has no result before {where} (outstanding call)",
-            )
-        if last_kind == _PROMPT:
-            if at is None:
-                raise fail(last_line, "final user prompt has no assistant response")
-            raise fail(last_line, f"user prompt has no assistant response before {where}")
-        if last_kind == _RESULT:
-            raise fail(
-                last_line,
-                f"exchange ends with a tool result; the assistant response before {where} "
-                "is missing",
-            )
-
-    size = len(data)
+        raise TranscriptError(
+            name, 1, "starts with a UTF-8 byte-order mark; save the file as UTF-8 without BOM"
+        )
+    exchanges = _StrictExchanges(name)
     lineno = 0
     for lineno, pos, _end, line in split_lines(data):
         if not line or line.isspace():
-            raise fail(lineno, "blank line; one message a line, no blank lines")
+            raise TranscriptError(name, lineno, "blank line; one message a line, no blank lines")
         try:
             record = loads_strict(decode_line(line))
             kind, ids = _classify(record)
         except (ValueError, _Fail) as exc:
-            raise fail(lineno, str(exc)) from None
+            raise TranscriptError(name, lineno, str(exc)) from None
+        exchanges.add(kind, ids, lineno, pos)
+    exchanges.finish(lineno, len(data))
+    return Transcript(name, data, hashlib.sha256(data).hexdigest(), tuple(exchanges.done))
 
+
+class _StrictExchanges:
+    """The strict transcript's records grouped into exchanges, one at a time: a
+    user prompt opens an exchange, and every tool call in it must get its
+    result, and the assistant the last word, before the next prompt."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.done: list[Exchange] = []
+        # The ongoing exchange.
+        self.open = False
+        self.start = self.first_line = 0
+        self.last_kind = ""
+        self.last_line = 0
+        self.pending: dict[str, int] = {}  # tool call id -> line of the call
+        self.called: set[str] = set()
+
+    def fail(self, line: int, message: str) -> TranscriptError:
+        return TranscriptError(self.name, line, message)
+
+    def add(self, kind: str, ids: tuple[str, ...], lineno: int, pos: int) -> None:
         if kind == _PROMPT:
-            if open_exchange:
-                close(lineno)
-                exchanges.append(
-                    Exchange(
-                        exchange_name(len(exchanges) + 1),
-                        len(exchanges) + 1,
-                        first_line,
-                        lineno - 1,
-                        start,
-                        pos,
-                    )
-                )
-            open_exchange = True
-            start, first_line = pos, lineno
-            pending.clear()
-            called.clear()
-        elif not open_exchange:
+            if self.open:
+                self._close(lineno)
+                self._append(lineno - 1, pos)
+            self.open = True
+            self.start, self.first_line = pos, lineno
+            self.pending.clear()
+            self.called.clear()
+        elif not self.open:
             if kind == _RESULT:
-                raise fail(
+                raise self.fail(
                     lineno,
                     f"tool result for {_show(ids[0])} comes before the first user prompt "
                     "(orphaned result)",
                 )
-            raise fail(lineno, "assistant record comes before the first user prompt")
+            raise self.fail(lineno, "assistant record comes before the first user prompt")
         elif kind == _ASSISTANT:
-            for call_id in ids:
-                if call_id in called:
-                    raise fail(
-                        lineno, f"tool call id {_show(call_id)} is repeated in this exchange"
-                    )
-                called.add(call_id)
-                pending[call_id] = lineno
+            self._calls(ids, lineno)
         else:
-            for call_id in ids:
-                if pending.pop(call_id, None) is None:
-                    raise fail(
-                        lineno,
-                        f"tool result for {_show(call_id)} matches no outstanding tool call "
-                        "in this exchange (orphaned result)",
-                    )
-        last_kind, last_line = kind, lineno
+            self._results(ids, lineno)
+        self.last_kind, self.last_line = kind, lineno
 
-    close(None)
-    exchanges.append(
-        Exchange(
-            exchange_name(len(exchanges) + 1), len(exchanges) + 1, first_line, lineno, start, size
+    def _calls(self, ids: tuple[str, ...], lineno: int) -> None:
+        for call_id in ids:
+            if call_id in self.called:
+                raise self.fail(
+                    lineno, f"tool call id {_show(call_id)} is repeated in this exchange"
+                )
+            self.called.add(call_id)
+            self.pending[call_id] = lineno
+
+    def _results(self, ids: tuple[str, ...], lineno: int) -> None:
+        for call_id in ids:
+            if self.pending.pop(call_id, None) is None:
+                raise self.fail(
+                    lineno,
+                    f"tool result for {_show(call_id)} matches no outstanding tool call "
+                    "in this exchange (orphaned result)",
+                )
+
+    def _close(self, at: int | None) -> None:
+        """Refuse an exchange that ends (at the prompt on line `at`, or at the
+        end of the file) with a call unanswered or without the assistant's word."""
+        where = "the end of the file" if at is None else f"the next user prompt (line {at})"
+        if self.pending:
+            call_id, call_line = min(self.pending.items(), key=lambda item: item[1])
+            raise self.fail(
+                call_line,
+                f"tool call {_show(call_id)} has no result before {where} (outstanding call)",
+            )
+        if self.last_kind == _PROMPT:
+            if at is None:
+                raise self.fail(self.last_line, "final user prompt has no assistant response")
+            raise self.fail(self.last_line, f"user prompt has no assistant response before {where}")
+        if self.last_kind == _RESULT:
+            raise self.fail(
+                self.last_line,
+                f"exchange ends with a tool result; the assistant response before {where} "
+                "is missing",
+            )
+
+    def _append(self, last_line: int, end: int) -> None:
+        index = len(self.done) + 1
+        self.done.append(
+            Exchange(exchange_name(index), index, self.first_line, last_line, self.start, end)
         )
-    )
-    return Transcript(name, data, hashlib.sha256(data).hexdigest(), tuple(exchanges))
+
+    def finish(self, lineno: int, size: int) -> None:
+        self._close(None)
+        self._append(lineno, size)
 
 
 # -- priorities: command-line assignments and the sidecar ----------------------------
@@ -616,7 +630,8 @@ Output: source order."""
 def exchange_record(
     transcript: Transcript, exchange: Exchange, priority: str, *, id_prefix: str = ""
 ) -> dict[str, Any]:
-    """One exchange as a chunk record of SPEC.md (content = its exact source lines).
+    """One exchange as a chunk record (content = its exact source lines;
+    docs/reference/records.md).
 
     `tokens`/`estimated_tokens` is the framed byte cost, `required` is pinned,
     `dedupe_key` the (unique) chunk id, `source_version` the source's SHA-256.
@@ -804,7 +819,7 @@ def continuation_bytes(selection: Selection) -> bytes:
 def omissions_document(selection: Selection) -> dict[str, Any]:
     """The omissions manifest: every exchange with priority, cost and decision.
 
-    For an export (`--from`) each exchange also has `lines` [first, last] and
+    For an export (Claude Code, Codex) each exchange also has `lines` [first, last] and
     `marks`, and the document the export's `format`, `session`, `dates`,
     `skipped` (record type -> count) and `injected`.
     """

@@ -104,7 +104,7 @@ def read_rules_file(path: str) -> Rules:
     if os.path.islink(path):
         raise InputError(f"{path}: the rules file is a symbolic link; pass the file itself")
     if not os.path.isfile(path):
-        raise InputError(f"--rules {path}: no such file")
+        raise InputError(f"rules: {path}: no such file", param="rules")
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -127,14 +127,17 @@ def _check_overrides(source_version: str | None, effective_from: str | None) -> 
         text = source_version.strip()
         if not text or len(text) > MAX_SOURCE_VERSION or "\x00" in text or text != source_version:
             raise InputError(
-                f"--source-version: must be non-blank text of at most {MAX_SOURCE_VERSION} "
-                "characters without surrounding white space"
+                f"source_version: must be non-blank text of at most {MAX_SOURCE_VERSION} "
+                "characters without surrounding white space",
+                param="source_version",
             )
     if effective_from is not None:
         try:
             iso_date(effective_from, "effective_from")
         except RecordError:
-            raise InputError(f"--effective-from: {effective_from!r} must use YYYY-MM-DD") from None
+            raise InputError(
+                f"effective_from: {effective_from!r} must use YYYY-MM-DD", param="effective_from"
+            ) from None
 
 
 def _plan_files(rules: Rules, paths: Sequence[str]) -> list[tuple[DocFile, Rule]]:
@@ -182,8 +185,8 @@ def _git_commit(paths: Sequence[str]) -> GitCommit:
         commits.append(folder_commit(folder))
     if len({c.commit for c in commits}) > 1:
         raise InputError(
-            "the PATHs are in different git commits; ingest them in separate runs or pass "
-            "--source-version and --effective-from"
+            "the paths are in different git commits; ingest them in separate runs or give "
+            "their source_version and effective_from"
         )
     return commits[0]
 

@@ -45,7 +45,8 @@ def detect_format(path: str, fmt: str) -> str:
     if lower.endswith(".json"):
         return "json"
     raise InputError(
-        f"{path}: cannot tell the format from the name; use --format fixture|json|jsonl"
+        f"{path}: cannot tell the format from the name; use fixture, json or jsonl",
+        param="format",
     )
 
 
@@ -162,8 +163,11 @@ def _iter_json(
     elif fmt == "fixture":
         raise InputError(f"{path}: expected a seed-001 fixture object with `chunks`")
     elif fmt == "json":
-        hint = "; for a seed-001 fixture use --format fixture" if isinstance(doc, dict) else ""
-        raise InputError(f"{path}: expected a JSON array of chunk records{hint}")
+        hint = "; a seed-001 fixture is format fixture" if isinstance(doc, dict) else ""
+        raise InputError(
+            f"{path}: expected a JSON array of chunk records{hint}",
+            param="format" if hint else None,
+        )
     else:
         raise InputError(
             f"{path}: expected a JSON array of chunk records or a fixture object with `chunks`"
@@ -330,8 +334,8 @@ def read_records(
 ) -> Iterator[tuple[str, ChunkRecord]]:
     """Yield (where, validated record) for every record of every file, lazily.
 
-    `transcript` is (priorities sidecar, id prefix) for `--format transcript`,
-    `source_format` its `--from` (None: the strict contract).
+    `transcript` is (priorities sidecar, id prefix) for the format "transcript",
+    `source_format` the export's format (None: the strict contract).
     """
     for path in paths:
         check_input_file(path)

@@ -25,8 +25,8 @@ def _git(folder: str, *args: str) -> str:
     git = shutil.which("git")
     if git is None:
         raise InputError(
-            f'{folder}: the rules say "git" but git is not installed; install it or pass '
-            "--source-version and --effective-from"
+            f'{folder}: the rules say "git" but git is not installed; install it or give '
+            "the source_version and effective_from"
         )
     proc = subprocess.run(
         [git, "-C", folder, *args], capture_output=True, text=True, timeout=60, check=False
@@ -34,8 +34,8 @@ def _git(folder: str, *args: str) -> str:
     if proc.returncode != 0:
         first = (proc.stderr.strip().splitlines() or ["git failed"])[0]
         raise InputError(
-            f"{folder}: not readable as a git work tree ({first}); commit it, or pass "
-            "--source-version and --effective-from"
+            f"{folder}: not readable as a git work tree ({first}); commit it, or give "
+            "the source_version and effective_from"
         )
     return proc.stdout
 
@@ -47,8 +47,8 @@ def folder_commit(folder: str) -> GitCommit:
     if status.strip():
         changed = status.strip().splitlines()[0][3:]
         raise InputError(
-            f"{folder}: has uncommitted changes (e.g. {changed}); commit them, or pass "
-            "--source-version and --effective-from for this run"
+            f"{folder}: has uncommitted changes (e.g. {changed}); commit them, or give "
+            "the source_version and effective_from of this run"
         )
     day = _git(folder, "log", "-1", "--format=%cs", "HEAD").strip()
     return GitCommit(commit, day)

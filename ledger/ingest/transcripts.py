@@ -73,8 +73,8 @@ def load_annotated(
     source: str, priorities: str | None, source_format: str | None = None
 ) -> Annotated:
     """Read a transcript and its sidecar (a stale sidecar is refused). Without a
-    sidecar every exchange is `normal`. `source_format` is `--from` (None: the
-    strict seed-003 contract)."""
+    sidecar every exchange is `normal`. `source_format` is the export's format
+    ("claude-code", "codex"; None: the strict seed-003 contract)."""
     transcript = read_transcript(_read(source, "transcript"), source_format, name=source)
     if priorities is None:
         prio = {e.id: "normal" for e in transcript.exchanges}
@@ -86,7 +86,7 @@ def load_annotated(
 def default_id_prefix(source: str, annotated: Annotated | None = None) -> str:
     """`chat-` for chat.jsonl: chunk ids must be unique across the ledger.
 
-    An export (`--from`) is named by its session instead (`<session slug>-`), so
+    An export (a `source_format`) is named by its session instead (`<session slug>-`), so
     two sessions never share ids whatever their files are called."""
     slug = None if annotated is None else annotated.session_slug
     if slug is not None:
@@ -101,8 +101,9 @@ def default_id_prefix(source: str, annotated: Annotated | None = None) -> str:
 def check_id_prefix(prefix: str) -> str:
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,48}", prefix):
         raise InputError(
-            f"--id-prefix {prefix!r}: lower-case letters, digits and '-', "
-            "starting with a letter or digit"
+            f"id_prefix: {prefix!r} must be lower-case letters, digits and '-', "
+            "starting with a letter or digit",
+            param="id_prefix",
         )
     return prefix
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ledger.core.reasons import REASONS, SECTIONS, describe_hint, short_detail
+from ledger.core.reasons import BUDGET, REASONS, SECTIONS, describe_hint, short_detail
 from ledger.report.charts import stacked_bar
 from ledger.report.page import render
 
@@ -35,7 +35,7 @@ def page_hint(hint: dict[str, Any]) -> dict[str, Any]:
     `PAGE_DISPLACED` displaced chunks, and `displaced_more` counts the rest."""
     steps = []
     for step in hint["steps"]:
-        displaced = step.get("displaced_by") if step["kind"] == "budget" else None
+        displaced = step.get("displaced_by") if step["kind"] == BUDGET else None
         if displaced is not None and len(displaced) > PAGE_DISPLACED:
             step = {
                 **step,
