@@ -205,10 +205,13 @@ def is_date(text: Any) -> bool:
         return False
 
 
-def check_date(value: str, where: str = "--as-of") -> str:
-    """`value` if it is a real `YYYY-MM-DD` date, else an `InputError` naming `where`."""
+def check_date(value: str, where: str = "as_of") -> str:
+    """`value` if it is a real `YYYY-MM-DD` date, else an `InputError` naming the
+    parameter `where`."""
     if not is_date(value):
-        raise InputError(f"{where}: {value!r} must use YYYY-MM-DD and be a real date")
+        raise InputError(
+            f"{where}: {value!r} must use YYYY-MM-DD and be a real date", param=where
+        )
     return value
 
 
