@@ -25,6 +25,7 @@ from ledger.core.why import (
     answer,
     order_found,
 )
+from ledger.store.candidates import candidates_for
 from ledger.store.fulltext import (
     Hit,
     closest_terms,
@@ -32,6 +33,7 @@ from ledger.store.fulltext import (
     retrieve_query,
     search_versions,
 )
+from ledger.store.inputs import resolve_inputs, with_retrieval
 from ledger.store.schema import packs, versions
 
 MAX_LIMIT = 1000
@@ -271,7 +273,6 @@ def _simulated_hint(
     """The core's hint on the inputs of another build, after `first` (the step that
     makes the version a candidate): `{"target", "steps", "admits"}`."""
     from ledger.core.select import admission_hint
-    from ledger.store.build import candidates_for
 
     candidates, _ = candidates_for(conn, inputs)
     if not any(c.record_digest == record_digest for c in candidates):
@@ -303,8 +304,6 @@ def _rebuild_hint(
     """For a version ingested after the pack: a build now, with the pack's date,
     subject, budget and retrieval query (grants and policy as they stand now),
     and the retrieval that offers it if that query would not."""
-    from ledger.store.build import resolve_inputs, with_retrieval
-
     now = resolve_inputs(
         conn, head.as_of, head.subject, budget=head.budget, counter=head.counter.split("@")[0]
     )
