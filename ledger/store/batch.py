@@ -22,7 +22,7 @@ from ledger.store.build import decide
 from ledger.store.candidates import candidates_for, load_candidates
 from ledger.store.chain import read_head
 from ledger.store.engine import write_transaction
-from ledger.store.inputs import resolve_inputs, with_retrieval
+from ledger.store.inputs import check_counter, resolve_inputs, with_retrieval
 from ledger.store.recording import record_pack
 
 
@@ -41,6 +41,7 @@ def run_batch(
     progress: Callable[[int], None] | None = None,
 ) -> BatchResult:
     """Build one pack per line; see the module docstring for the transaction rules."""
+    check_counter(counter)
     if not lines:
         raise InputError(f"{path}: empty batch file")
     result = BatchResult()

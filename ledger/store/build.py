@@ -27,6 +27,7 @@ from ledger.store.inputs import (
     TRANSCRIPT_SCOPE,
     Asked,
     Inputs,
+    check_counter,
     resolve_inputs,
     retractions_at,
     transcript_inputs,
@@ -40,6 +41,7 @@ from ledger.store.recording import (
     manifest_digest,
     record_pack,
 )
+from ledger.tokens import ESTIMATED
 
 __all__ = ["build_pack", "build_transcript_pack", "decide"]
 # Names verify and replay (ledger/store/audit.py) import from here, kept importable
@@ -83,6 +85,7 @@ def build_pack(
 
     With `query` (and `top`, default 20) or `candidates_file`: a retrieval build;
     `trace`: the OpenTelemetry trace and span ids recorded with it."""
+    check_counter(asked.get("counter", ESTIMATED))
     with write_transaction(engine) as conn:
         inputs = resolve_inputs(conn, as_of, subject, **asked)
         inputs = with_retrieval(conn, inputs, query, top, candidates_file)

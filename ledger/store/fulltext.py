@@ -46,7 +46,7 @@ from ledger.store.schema import versions
 
 TABLE = "search_index"
 INDEX_SLICE = 2000
-DEFAULT_TOP = 20  # SPEC: `--top K` defaults to 20
+DEFAULT_TOP = 20  # a query retrieval's `top` (docs/reference/commands.md)
 
 
 def has_title(conn: Connection) -> bool:
@@ -464,7 +464,9 @@ def retrieve_file(conn: Connection, path: str, mark: int) -> RetrievalRecord:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
-        raise InputError(f"--candidates {path}: cannot read ({exc.strerror})") from None
+        raise InputError(
+            f"candidates {path}: cannot read ({exc.strerror})", param="candidates"
+        ) from None
     return retrieve_data(conn, data, path, mark)
 
 

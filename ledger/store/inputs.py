@@ -8,7 +8,9 @@ docs/reference/digests.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict, Unpack
 
@@ -28,7 +30,7 @@ from ledger.store.access import Policy, check_budget, check_subject, grants_at, 
 from ledger.store.chain import read_head
 from ledger.store.fulltext import DEFAULT_TOP, retrieve_data, retrieve_file, retrieve_query
 from ledger.store.schema import retractions
-from ledger.tokens import ESTIMATED, counter_id
+from ledger.tokens import COUNTERS, ESTIMATED, counter_id
 
 DOCUMENTS = "documents"
 TRANSCRIPT_SCOPE = "transcript:"
@@ -237,3 +239,29 @@ def with_retrieval(
     if inputs.is_transcript:
         raise InputError("a transcript continuation is not a retrieval build")
     return replace(inputs, retrieval=record)
+
+
+def check_counter(counter: str) -> str:
+    """`counter` when it names one of the token counters (`ledger.tokens.COUNTERS`)."""
+    if counter not in COUNTERS:
+        raise InputError(
+            f"counter: {counter!r} is not a counter; use one of {', '.join(COUNTERS)}",
+            param="counter",
+        )
+    return counter
+
+
+def candidates_source(
+    candidates: str | os.PathLike[str] | Sequence[str | Mapping[str, Any]] | None,
+) -> str | bytes | None:
+    """A build's `candidates` as `with_retrieval` takes them: a file's path, or an
+    in-memory list (ids, or `{"id", "source_version"?, "score"?}` objects, best
+    first) as the JSON Lines a candidates file holds (its digest is what the pack
+    records)."""
+    if candidates is None or isinstance(candidates, str | os.PathLike):
+        return None if candidates is None else os.fspath(candidates)
+    items = [{"id": c} if isinstance(c, str) else dict(c) for c in candidates]
+    return b"".join(
+        json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        for item in items
+    )

@@ -40,10 +40,12 @@ MAX_LIMIT = 1000
 SNIPPET = 160  # characters of context around the first matching word
 
 
-def check_limit(limit: object, where: str = "--limit") -> int:
+def check_limit(limit: object, where: str = "limit") -> int:
     """A result count: an integer from 1 to `MAX_LIMIT`."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InputError(f"{where}: must be an integer between 1 and {MAX_LIMIT}, not {limit!r}")
+        raise InputError(
+            f"{where}: must be an integer between 1 and {MAX_LIMIT}, not {limit!r}", param=where
+        )
     return limit
 
 
@@ -165,8 +167,8 @@ def why(
     subject: str = "default",
     limit: int = 5,
 ) -> WhyAnswer:
-    """SPEC's `ledger why TEXT --json`: the matching versions' fate in one pack
-    (default: the subject's newest), the verdict and the sentence."""
+    """`ledger why TEXT --json` (docs/reference/json.md): the matching versions'
+    fate in one pack (default: the subject's newest), the verdict and the sentence."""
     from ledger.store.access import check_subject
     from ledger.store.audit import hint_for, inputs_of
     from ledger.store.packs import decision_rows, detail_of, reason_of
@@ -184,8 +186,9 @@ def why(
         )
     if head is None:
         raise NotFoundError(
-            f"no pack has been built for subject {subject!r}; run `ledger build --as-of DATE "
-            f"--subject {subject}` (or name one with --pack)"
+            f"no pack has been built for subject {subject!r}: build one for it first "
+            "(or name a pack)",
+            param="pack",
         )
     view = _view(head)
     inputs = inputs_of(head)
