@@ -78,7 +78,7 @@ def pack_manifest(
     candidates), every admission in order as `(record digest, tokens)`, and every
     eviction as `(record digest, reason, detail, tokens)`, by record digest. Not
     the pack's number or entry: two identical builds share a pack digest."""
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"detail": _plain(detail), "reason": reason, "record_digest": digest, "tokens": tokens}
         for digest, reason, detail, tokens in evicted
     ]

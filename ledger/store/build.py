@@ -41,12 +41,14 @@ from ledger.store.recording import (
     manifest_digest,
     record_pack,
 )
+from ledger.store.token_cache import count_tokens
 from ledger.tokens import ESTIMATED
 
 __all__ = ["build_pack", "build_transcript_pack", "decide"]
 # Names verify and replay (ledger/store/audit.py) import from here, kept importable
 # until those imports are rewired to their homes: ledger.core.digests,
-# ledger.store.inputs, ledger.store.candidates and ledger.store.recording.
+# ledger.store.inputs, ledger.store.candidates and ledger.store.recording; and
+# `count_tokens`, which erase imports, from ledger.store.token_cache.
 __all__ += [
     "DOCUMENTS",
     "INPUT_COLUMNS",
@@ -54,6 +56,7 @@ __all__ += [
     "Inputs",
     "candidates_for",
     "context_digests",
+    "count_tokens",
     "eviction_entries",
     "eviction_head",
     "input_digest",
