@@ -44,7 +44,7 @@ def load_candidates(
     cols = [stored_as[name] if name in stored_as else c[name] for name in CANDIDATE_ROW]
     cols.append(c.vid)
     json_array = _JSON_ARRAY[conn.dialect.name]
-    query = select(*map(json_array, cols)).where(c.batch_seq <= mark)
+    query = select(*[json_array(col) for col in cols]).where(c.batch_seq <= mark)
     # By the stored scope, which only the transcript ingest path writes: never
     # by a field a record carries (a `transcript://` URI is an ordinary URI).
     if scope == DOCUMENTS:
@@ -71,7 +71,7 @@ def load_candidates(
     vids = columns[-1]
     if counter != ESTIMATED:
         tokens = count_tokens(conn, vids, counter)
-        columns[_TOKENS_AT] = list(map(tokens.__getitem__, vids))
+        columns[_TOKENS_AT] = [tokens[vid] for vid in vids]
     digests = columns[_DIGEST_AT]
     return candidates_of_columns(columns), dict(zip(digests, vids, strict=True))
 
