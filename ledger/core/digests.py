@@ -222,8 +222,9 @@ def detail_json(detail: Any) -> str:
             )
             if type(cid) is str and type(version) is str and type(digest) is str:
                 return (
-                    f'{{"{key}":{{"id":{_text(cid)},"record_digest":{_text(digest)},'
-                    f'"source_version":{_text(version)}}}}}'
+                    f'{{"{key}":{{"id":{encode_string(cid)},'
+                    f'"record_digest":{encode_string(digest)},'
+                    f'"source_version":{encode_string(version)}}}}}'
                 )
     return trusted_json(detail)
 

@@ -132,6 +132,8 @@ def decision_rows(
         evicted.details,
         lambda reason, detail: decision_tail(reason, detail, vid_of),
     )
+    # Their columns, so that each column of the rows is a loop in C.
+    statuses, remaining, refs = zip(*tails, strict=True) if tails else ((), (), ())
     rows: list[tuple[Any, ...]] = [
         *zip(
             repeat(pack_no),
@@ -142,11 +144,14 @@ def decision_rows(
             repeat(None),
             repeat(None),
         ),
-        *(
-            (pack_no, vid_of[digest], status, tokens, None, remaining, ref)
-            for digest, tokens, (status, remaining, ref) in zip(
-                evicted.digests, evicted.tokens, tails, strict=True
-            )
+        *zip(
+            repeat(pack_no),
+            [vid_of[digest] for digest in evicted.digests],
+            statuses,
+            evicted.tokens,
+            repeat(None),
+            remaining,
+            refs,
         ),
     ]
     # Written in version id order: both of the table's B-trees (its key, pack then
