@@ -6,8 +6,8 @@ manifest (docs/reference/digests.md). Pure: no I/O.
 entry per candidate, so each digest also has one named fast version that writes
 the same bytes without building the objects: `input_digest_fast` and
 `pack_digest_fast` (with `manifest_digest_fast`, which verify feeds with eviction
-entries it reuses from pack to pack). tests/store/test_canonical.py checks each
-fast version against its plain one and against RFC 8785.
+entries it reuses from pack to pack). tests/store/test_digests.py checks each
+fast version against its plain one, tests/store/test_canonical.py against RFC 8785.
 
 `inputs` below is a build's inputs as JSON (`Inputs.to_json()` in the store): as_of,
 subject, grants, policy, budget, counter, selector_version, and scope and
@@ -34,7 +34,7 @@ from ledger.core.context import Eviction
 T = TypeVar("T")
 
 # The inputs the input digest covers (besides the retractions and the candidates):
-# not the subject, which reaches the digest through its grants.
+# not the subject itself, only the grants it held.
 INPUT_KEYS = ("as_of", "budget", "counter", "grants", "policy", "selector_version")
 # Present only when a build has them, so the packs recorded before each existed
 # keep their digests: a scope other than documents, a retrieval's record.
@@ -165,8 +165,8 @@ def per_detail_fast(
     reasons: list[str], details: list[Mapping[str, Any]], make: Callable[[str, Any], T]
 ) -> list[T]:
     """`[make(reason, detail) ...]` of each eviction, called once per distinct detail
-    object: the selector shares equal details (100,000 evictions hold a few
-    thousand). Keyed by the objects' ids, which `details` holds alive meanwhile."""
+    object: the selector shares equal details (90,442 evictions of the build bench
+    hold 19,596). Keyed by the objects' ids, which `details` holds alive meanwhile."""
     keys = list(zip(reasons, map(id, details), strict=True))
     distinct = dict(zip(keys, details, strict=True))
     made = {key: make(key[0], detail) for key, detail in distinct.items()}

@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import text
 
 from ledger.api import database_url
+from ledger.api.ingest import ingest_files
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import record_digest
 from ledger.core.tsvector import index_payload
 from ledger.ingest.files import iter_jsonl
-from ledger.ingest.run import ingest_files
 from ledger.ingest.worker import read_jsonl, receive, worth_a_worker
 from ledger.store.engine import make_engine
 from ledger.store.ingest import SLICE

@@ -12,11 +12,11 @@ from typing import Any
 
 from sqlalchemy import Engine, inspect
 
+from ledger.api.ingest import ingest_files
 from ledger.core.query import MAX_WORD, MAX_WORDS, index_terms, index_words
 from ledger.core.records import record_digest
 from ledger.core.tsvector import index_payload, tsvector_binary
 from ledger.ingest.files import validated
-from ledger.ingest.run import ingest_files
 from ledger.store.engine import make_engine, read_transaction, write_transaction
 from ledger.store.fulltext import TABLE, fts5_text, unindex
 from ledger.store.ingest import store_records

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, event
 
+from ledger.api.ingest import ingest_files as ingest
 from ledger.core.errors import LedgerError
-from ledger.ingest.run import ingest_files as ingest
 from ledger.store.chain import read_head
 from ledger.store.ingest import SLICE
 from tests.conftest import chunk, write_jsonl

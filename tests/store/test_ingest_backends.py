@@ -12,9 +12,9 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, func, select
 
+from ledger.api.ingest import ingest_files as ingest
 from ledger.core.canonical import content_digest
 from ledger.core.errors import InputError, RefusedError
-from ledger.ingest.run import ingest_files as ingest
 from ledger.store.chain import GENESIS
 from ledger.store.ingest import SLICE
 from ledger.store.schema import entries as entries_t

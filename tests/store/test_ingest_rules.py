@@ -13,8 +13,8 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, select
 
+from ledger.api.ingest import ingest_files as ingest
 from ledger.core.errors import EXIT_INVALID, InputError, LedgerError, RefusedError
-from ledger.ingest.run import ingest_files as ingest
 from ledger.store.schema import versions
 from tests.conftest import chunk, write_jsonl
 from tests.dbtools import snapshot

@@ -11,9 +11,9 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, select
 
+from ledger.api.ingest import ingest_files as ingest
 from ledger.core.canonical import digest_value
 from ledger.core.errors import RefusedError
-from ledger.ingest.run import ingest_files as ingest
 from ledger.store.chain import GENESIS, entry_hash
 from ledger.store.ingest import SLICE
 from ledger.store.schema import batches as batches_t

@@ -1,9 +1,10 @@
 """A transcript continuation recorded as a pack (`Ledger.build_transcript`): the
-annotated transcript is read here, the pack built by `ledger.store.build`."""
+annotated transcript is read by `ledger.ingest.transcripts`, the pack built by
+`ledger.store.build`."""
 
 from __future__ import annotations
 
-from sqlalchemy import Engine
+from typing import Any
 
 from ledger.ingest.transcripts import load_annotated
 from ledger.store.access import check_budget
@@ -11,7 +12,7 @@ from ledger.store.build import build_transcript_pack
 
 
 def build_transcript(
-    eng: Engine,
+    eng: Any,
     source: str,
     priorities: str | None,
     budget: int,

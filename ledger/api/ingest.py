@@ -1,8 +1,9 @@
 """Running an ingest (`Ledger.ingest_records`, `Ledger.ingest_paths`): chunk
 records from memory or files, or documents by a rules file, stored all or none.
 
-The readers are this package's (`files`, `docplan`); the writes are the store's
-(`ledger.store.ingest`, `ledger.store.documents`).
+The readers are `ledger.ingest`'s (`files`, `docplan`); the writes are the
+store's (`ledger.store.ingest`, `ledger.store.documents`). The two are peers
+that never import each other, so what joins them lives here, above both.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import date
 from typing import Any
-
-from sqlalchemy import Engine
 
 from ledger.core.errors import InputError
 from ledger.core.records import ChunkRecord
@@ -32,7 +31,7 @@ from ledger.store.engine import write_transaction
 from ledger.store.ingest import store_records, wants_index_payloads
 
 
-def ingest_records(eng: Engine, records: Iterable[Mapping[str, Any]]) -> IngestSummary:
+def ingest_records(eng: Any, records: Iterable[Mapping[str, Any]]) -> IngestSummary:
     """Store chunk records given in memory, all or none; an error names the
     record by its index: `records[3]: field 'trust': ...`."""
     items = list(records)
@@ -46,7 +45,7 @@ def ingest_records(eng: Engine, records: Iterable[Mapping[str, Any]]) -> IngestS
 
 
 def ingest_paths(
-    eng: Engine,
+    eng: Any,
     paths: list[str],
     *,
     format: str = "auto",  # noqa: A002 - the API's parameter name
@@ -96,7 +95,7 @@ def ingest_paths(
 
 
 def ingest_files(
-    eng: Engine,
+    eng: Any,
     paths: list[str],
     fmt: str = "auto",
     *,
@@ -161,7 +160,7 @@ def _check_files(
 
 
 def ingest_documents(
-    eng: Engine,
+    eng: Any,
     paths: list[str],
     rules: str,
     *,

@@ -151,9 +151,9 @@ class Ledger:
 
         An error names the record by its index: `records[3]: field 'trust': ...`.
         """
-        from ledger.ingest import run
+        from ledger.api import ingest
 
-        return run.ingest_records(self._engine, records)
+        return ingest.ingest_records(self._engine, records)
 
     def ingest_paths(
         self,
@@ -179,9 +179,9 @@ class Ledger:
         `effective_from` override the rules' for this run; `progress` is then
         called with (files done, chunks done). Returns a `DocumentIngestSummary`.
         """
-        from ledger.ingest import run
+        from ledger.api import ingest
 
-        return run.ingest_paths(
+        return ingest.ingest_paths(
             self._engine,
             [os.fspath(p) for p in paths],
             format=format,
@@ -408,7 +408,7 @@ class Ledger:
         `source_format` "claude-code" or "codex" reads a real export; its pack is
         as of the session's last day. `subject` None: the export's session, or
         "transcript" for a strict transcript."""
-        from ledger.ingest.transcript_pack import build_transcript
+        from ledger.api.transcripts import build_transcript
 
         pack_no = build_transcript(
             self._engine,
@@ -538,7 +538,7 @@ class Ledger:
         a failed check of the ledger itself; a checkpoint of another ledger, or a
         bad signature, is an IntegrityError.
         """
-        from ledger.ingest.checkpoint_file import tree_checkpoint
+        from ledger.api.checkpoints import tree_checkpoint
         from ledger.signing import read_vkey
         from ledger.store import audit
 
@@ -650,10 +650,10 @@ class Ledger:
 # The workflow functions that lived here, importable from here until their
 # callers (cli/build_cmd.py, bench/) import them from their modules.
 _MOVED = {
-    "ingest_files": "ledger.ingest.run",
-    "ingest_documents": "ledger.ingest.run",
+    "ingest_files": "ledger.api.ingest",
+    "ingest_documents": "ledger.api.ingest",
     "read_batch_lines": "ledger.ingest.batch_file",
-    "build_transcript": "ledger.ingest.transcript_pack",
+    "build_transcript": "ledger.api.transcripts",
 }
 
 
