@@ -4,7 +4,7 @@ Throughput: 100,000 generated chunks as JSON Lines, in two data shapes (issue
 21: the gap depends on the data): `records` (about 400-byte contents, dedupe
 groups of three, second versions) and `short` (40-120 characters, one chunk per
 dedupe group, 1 % required, longer ids, so per-row costs dominate). Ours:
-`ledger.api.ingest_files` into a fresh migrated SQLite file (read, strict
+`ledger.api.ingest.ingest_files` into a fresh migrated SQLite file (read, strict
 parse, validate, digest, store, dedupe check, seal the entry). Baseline, in the
 same run: a raw `sqlite3` `executemany` of the same rows with a SHA-256 per content
 computed in the timed loop (issue 21's floor; the record digests are values of the
@@ -134,7 +134,7 @@ def _baseline(db_file: Path, rows: list[tuple[Any, ...]]) -> float:
 
 
 def _ours(db_file: Path, jsonl: Path, profile: bool) -> float:
-    from ledger.api import ingest_files as ingest
+    from ledger.api.ingest import ingest_files as ingest
     from ledger.store.engine import make_engine
 
     engine = make_engine("sqlite:///" + str(db_file))

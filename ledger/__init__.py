@@ -39,10 +39,9 @@ if TYPE_CHECKING:
 
     # The result types, for type checkers; at run time `__getattr__` below loads them.
     from ledger.core.results import *  # noqa: F403
+    from ledger.core.results import IngestSummary
     from ledger.core.why import WhyAnswer
     from ledger.store.audit import ReplayResult, VerifyResult
-    from ledger.store.documents import DocumentIngestSummary, RetractResult
-    from ledger.store.ingest import IngestSummary
 
     IngestResult = IngestSummary
 
@@ -51,22 +50,20 @@ if TYPE_CHECKING:
 # Each module with the names it gives (space-separated).
 _LAZY_MODULES = {
     "ledger.core.results": (
-        "Admission BatchBuild ChunkList Diff EraseResult Export GrantChange HeadResult "
-        "InitResult Pack PackList PolicyChange PolicyState SubjectGrants WhyEvicted Withheld"
+        "Admission BatchBuild ChunkList Diff DocumentIngestSummary EraseResult Export "
+        "GrantChange HeadResult IngestSummary InitResult Pack PackList PolicyChange "
+        "PolicyState RetractResult SubjectGrants WhyEvicted Withheld"
     ),
     "ledger.core.query": "SearchResult",
     "ledger.core.why": "WhyAnswer",
     "ledger.api": "Ledger open init",
     "ledger.store.audit": "ReplayResult VerifyResult",
-    "ledger.store.ingest": "IngestSummary",
-    # Documents: `ingest_paths(..., rules=)` and `retract`.
-    "ledger.store.documents": "DocumentIngestSummary RetractResult",
     # Proofs and checkpoints
     "ledger.core.checkpoint": "Checkpoint",
     "ledger.core.proofs": "CheckpointResult ConsistencyProof InclusionProof",
 }
 _LAZY = {name: (module, name) for module, names in _LAZY_MODULES.items() for name in names.split()}
-_LAZY["IngestResult"] = _LAZY["IngestSummary"]  # SPEC's name
+_LAZY["IngestResult"] = _LAZY["IngestSummary"]  # the name docs/reference/json.md uses
 
 
 def __getattr__(name: str) -> Any:

@@ -17,9 +17,10 @@ from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-
 from types import MappingProxyType
 from typing import Any
 
-_MAX_SAFE_INT = 2**53 - 1
-# `json.dumps(ensure_ascii=False)`'s string escapes, called directly (in C).
-_encode_str = encode_basestring
+MAX_SAFE_INT = 2**53 - 1
+# `json.dumps(ensure_ascii=False)`'s string escapes, called directly (in C):
+# RFC 8785's for a string.
+encode_string = encode_basestring
 
 
 def _utf16_key(key: str) -> bytes:
@@ -34,9 +35,9 @@ def _write(value: Any, out: list[str]) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, str):
-        out.append(_encode_str(value))
+        out.append(encode_string(value))
     elif isinstance(value, int):
-        if not -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+        if not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
             raise ValueError(f"integer {value} is outside the RFC 8785 safe range")
         out.append(str(value))
     elif isinstance(value, (dict, Mapping)):  # read-only mappings (eviction details) too
@@ -52,7 +53,7 @@ def _write(value: Any, out: list[str]) -> None:
             if not first:
                 out.append(",")
             first = False
-            out.append(_encode_str(key))
+            out.append(encode_string(key))
             out.append(":")
             _write(value[key], out)
         out.append("}")
@@ -157,15 +158,6 @@ _C_TRUSTED = (
     if c_make_encoder is None
     else c_make_encoder(None, _mapping, encode_basestring, None, ":", ",", True, False, True)
 )
-
-
-def digest_presorted(value: Any) -> str:
-    """`digest_trusted` for values whose objects are all built with sorted keys
-    (the pack manifest): the same bytes without a sort per object."""
-    return hashlib.sha256(_PRESORTED.encode(value).encode("utf-8")).hexdigest()
-
-
-_PRESORTED = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_mapping)
 
 
 def with_set(out: dict[str, Any], **optional: Any) -> dict[str, Any]:

@@ -82,7 +82,8 @@ class Admission:
 
 @dataclass(frozen=True)
 class Withheld:
-    """One evicted candidate of a pack: its reason code and SPEC detail object."""
+    """One evicted candidate of a pack: its reason code and detail object
+    (docs/reference/json.md)."""
 
     id: str
     source_version: str
@@ -223,3 +224,67 @@ class EraseResult(Change):
     ended_before: str | None
     erased: tuple[Mapping[str, Any], ...]
     already_erased: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSummary:
+    """`ledger ingest --json`'s summary (docs/reference/json.md): the batch's
+    entry (None when the run stored nothing new and so wrote no entry) and the
+    counts."""
+
+    batch: int | None
+    read: int
+    new: int
+    unchanged: int
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, int]:
+        return {key: getattr(self, key) for key in SUMMARY_KEYS}
+
+
+# `ingest --json`'s keys, for records and documents alike.
+SUMMARY_KEYS = ("batch", "read", "new", "unchanged")
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentIngestSummary:
+    """`ledger ingest --json` for documents (docs/reference/json.md), plus the
+    retract entry of a snapshot."""
+
+    batch: int | None
+    read: int
+    new: int
+    unchanged: int
+    files: int
+    retracted: int
+    retract_entry: int | None = None
+    moved: int = 0
+    parsed_files: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """`ingest --json`'s keys: `batch` is null when the run stored nothing new."""
+        return {
+            **{key: getattr(self, key) for key in SUMMARY_KEYS},
+            "files": self.files,
+            "retracted": self.retracted,
+            "parsed": self.parsed_files,  # files read and chunked; the rest were unchanged
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RetractResult:
+    """`ledger retract`: the entry, the ids and the date they are withdrawn from."""
+
+    entry: int
+    ids: tuple[str, ...]
+    from_date: str
+    reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"entry", "ids", "from", "reason"}`."""
+        return {
+            "entry": self.entry,
+            "ids": list(self.ids),
+            "from": self.from_date,
+            "reason": self.reason,
+        }

@@ -57,9 +57,9 @@ def check_subject(subject: str) -> str:
     return subject
 
 
-def check_budget(budget: int, where: str = "--budget") -> int:
+def check_budget(budget: int, where: str = "budget") -> int:
     if not 1 <= budget <= MAX_BUDGET:
-        raise InputError(f"{where}: must be between 1 and {MAX_BUDGET}, got {budget}")
+        raise InputError(f"{where}: must be between 1 and {MAX_BUDGET}, got {budget}", param=where)
     return budget
 
 
@@ -191,11 +191,12 @@ MAX_RETAIN_DAYS = 36_600  # a hundred years
 
 
 def check_retain_days(days: int) -> int:
-    """`--retain-bodies DAYS`: a whole number of days, 0 to 36,600."""
+    """A policy's `retain_bodies`: a whole number of days, 0 to 36,600."""
     if isinstance(days, bool) or not isinstance(days, int) or not 0 <= days <= MAX_RETAIN_DAYS:
         raise InputError(
-            f"--retain-bodies: must be a number of days between 0 and {MAX_RETAIN_DAYS} "
-            f"(or 'off' to remove the retention), got {days!r}"
+            f"retain_bodies: must be a number of days between 0 and {MAX_RETAIN_DAYS} "
+            f"(or 'off' to remove the retention), got {days!r}",
+            param="retain_bodies",
         )
     return days
 
@@ -215,8 +216,9 @@ def set_policy(
         for label in allow_trust:
             if label not in TRUST_LABELS:
                 raise InputError(
-                    f"--allow-trust: unsupported trust label {label!r}; use one of "
-                    f"{', '.join(TRUST_LABELS)}"
+                    f"allow_trust: unsupported trust label {label!r}; use one of "
+                    f"{', '.join(TRUST_LABELS)}",
+                    param="allow_trust",
                 )
     if budget is not None:
         check_budget(budget)
@@ -227,7 +229,10 @@ def set_policy(
         if allow_trust is not None:
             trust = tuple(sorted(set(allow_trust)))
         elif current is None:
-            raise InputError("no policy yet: the first `policy set` needs --allow-trust")
+            raise InputError(
+                "allow_trust: no policy yet, so the first one needs its allowed trust labels",
+                param="allow_trust",
+            )
         else:
             trust = current.allowed_trust
         retain = (

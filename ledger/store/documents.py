@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
@@ -29,56 +28,14 @@ from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, sele
 from ledger.core.canonical import content_digest, digest_value
 from ledger.core.errors import InputError, NotFoundError, RefusedError
 from ledger.core.records import RecordError, check_dedupe_groups, identifier, iso_date
+from ledger.core.results import DocumentIngestSummary, RetractResult
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import write_transaction
 from ledger.store.fulltext import index_batch
-from ledger.store.ingest import SUMMARY_KEYS, ingest_payload_digest, record_from_row
+from ledger.store.ingest import ingest_payload_digest, record_from_row
 from ledger.store.schema import batches, document_files, retractions, versions
 
 _IN = 900  # ids per IN (...) list: under SQLite's default variable limit
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentIngestSummary:
-    """SPEC's `ingest --json` for documents, plus the retract entry of a snapshot."""
-
-    batch: int | None
-    read: int
-    new: int
-    unchanged: int
-    files: int
-    retracted: int
-    retract_entry: int | None = None
-    moved: int = 0
-    parsed_files: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        """SPEC's keys: `batch` is null when the run stored nothing new."""
-        return {
-            **{key: getattr(self, key) for key in SUMMARY_KEYS},
-            "files": self.files,
-            "retracted": self.retracted,
-            "parsed": self.parsed_files,  # files read and chunked; the rest were unchanged
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class RetractResult:
-    """`ledger retract`: the entry, the ids and the date they are withdrawn from."""
-
-    entry: int
-    ids: tuple[str, ...]
-    from_date: str
-    reason: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        """`{"entry", "ids", "from", "reason"}`."""
-        return {
-            "entry": self.entry,
-            "ids": list(self.ids),
-            "from": self.from_date,
-            "reason": self.reason,
-        }
 
 
 def retract_payload(ids: Sequence[str], from_date: str, reason: str | None) -> str:
@@ -226,19 +183,20 @@ def _check_versions_free(conn: Connection, plans: Sequence[Any]) -> None:
                 # holds for the versions before it, so a restore needs a new version.
                 raise RefusedError(
                     f"{p.where}: chunk '{row.chunk_id}' version '{row.source_version}' was "
-                    "retracted; to bring it back, ingest it under a new --source-version"
+                    "retracted; to bring it back, ingest it under a new source_version"
                 )
             if p is not None:
                 raise RefusedError(
                     f"{p.where}: chunk '{row.chunk_id}' changed, but version "
                     f"'{row.source_version}' is already stored with other text (record digest "
                     f"{row.record_digest[:12]}); versions are immutable: run with a new "
-                    '--source-version (or commit the change when version = "git")'
+                    'source_version (or commit the change when version = "git")'
                 )
 
 
 def _check_dedupe(conn: Connection, plans: Sequence[Any]) -> None:
-    """SPEC's dedupe-group rules over everything stored, for the keys this run added."""
+    """The dedupe-group rules (docs/reference/records.md) over everything stored,
+    for the keys this run added."""
     keys = sorted({p.record.dedupe_key for p in plans})
     c = versions.c
     for start in range(0, len(keys), _IN):
@@ -415,13 +373,15 @@ def retract(
     try:
         iso_date(from_date, "from")
     except RecordError:
-        raise InputError(f"--from: {from_date!r} must use YYYY-MM-DD") from None
+        raise InputError(
+            f"from_date: {from_date!r} must use YYYY-MM-DD", param="from_date"
+        ) from None
     if reason is not None:
         reason = reason.strip()
         if not reason:
-            raise InputError("--reason: must not be blank (leave it out instead)")
+            raise InputError("reason: must not be blank (leave it out instead)", param="reason")
         if len(reason) > 500 or "\x00" in reason:
-            raise InputError("--reason: at most 500 characters, and no NUL character")
+            raise InputError("reason: at most 500 characters, and no NUL character", param="reason")
     unique = sorted(set(clean))
     with write_transaction(engine) as conn:
         known: set[str] = set()

@@ -57,7 +57,8 @@ def display_url(url: str) -> str:
 
 
 def parse_url(url: str) -> URL:
-    """The SQLAlchemy URL of `--db`, or one line (InputError) naming it, secrets masked."""
+    """The SQLAlchemy URL of a database argument, or one line (InputError) naming
+    it, secrets masked."""
     try:
         return make_url(url)
     except (ArgumentError, ValueError, TypeError) as exc:
@@ -65,10 +66,15 @@ def parse_url(url: str) -> URL:
         reason = " ".join(str(exc).split())
         if url in reason:
             reason = reason.replace(url, display_url(url))
-        raise InputError(
-            f"--db: not a database URL or path: {display_url(url)} ({reason}); "
+        raise _db_error(
+            f"not a database URL or path: {display_url(url)} ({reason}); "
             "give a file path or a URL such as postgresql+psycopg://user@host:5432/name"
         ) from None
+
+
+def _db_error(message: str) -> InputError:
+    """An error about the database a ledger is opened at (`ledger.open`'s argument)."""
+    return InputError(f"path_or_url: {message}", param="path_or_url")
 
 
 def sqlite_path(url: str) -> str | None:
@@ -113,20 +119,20 @@ def make_engine(url: str, *, create: bool = False) -> Engine:
     path = sqlite_path(url)
     if path is not None:
         if os.path.isdir(path):
-            raise InputError(f"--db: {path} is a directory; name a database file")
+            raise _db_error(f"{path} is a directory; name a database file")
         if not os.path.exists(path):
             if not create:
                 raise SchemaError(f"no ledger database at {path}; run `ledger init` first")
             parent = os.path.dirname(path) or "."
             if not os.path.isdir(parent):
-                raise InputError(f"--db: folder {parent} does not exist")
+                raise _db_error(f"folder {parent} does not exist")
             # Created readable by its owner only: chunk bodies may be confidential.
             try:
                 os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             except FileExistsError:
                 pass  # a concurrent `ledger init` created it first: same outcome
             except OSError as exc:
-                raise InputError(f"--db: cannot create {path} ({exc.strerror})") from None
+                raise _db_error(f"cannot create {path} ({exc.strerror})") from None
     try:
         if parsed.get_backend_name() == "sqlite":
             engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
@@ -135,14 +141,14 @@ def make_engine(url: str, *, create: bool = False) -> Engine:
         else:
             engine = create_engine(url, pool_pre_ping=False)
     except (NoSuchModuleError, ImportError) as exc:
-        raise InputError(
-            f"--db: no driver for {parsed.drivername} ({exc}); for PostgreSQL install "
+        raise _db_error(
+            f"no driver for {parsed.drivername} ({exc}); for PostgreSQL install "
             "context-ledger[postgres] and use postgresql+psycopg://"
         ) from None
     except (ArgumentError, ValueError, TypeError) as exc:
         # Query arguments the dialect cannot take (`?port=x`, an unknown option).
-        raise InputError(
-            f"--db: cannot use the database URL {display_url(url)}: {' '.join(str(exc).split())}"
+        raise _db_error(
+            f"cannot use the database URL {display_url(url)}: {' '.join(str(exc).split())}"
         ) from None
     return engine
 

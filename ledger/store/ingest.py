@@ -11,8 +11,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from operator import attrgetter
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import (
@@ -40,6 +39,7 @@ from ledger.core.records import (
     check_dedupe_groups,
     record_digest,
 )
+from ledger.core.results import IngestSummary
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import insert_tuples, stream_tuples, write_transaction
 from ledger.store.fulltext import has_index, index_batch, index_payloads
@@ -63,25 +63,6 @@ def wants_index_payloads(engine: Engine) -> bool:
     return engine.dialect.name == "postgresql"
 
 
-@dataclass(frozen=True, slots=True)
-class IngestSummary:
-    """SPEC's `ingest --json` summary: the batch's entry (None when the run stored
-    nothing new and so wrote no entry) and the counts."""
-
-    batch: int | None
-    read: int
-    new: int
-    unchanged: int
-    notes: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, int]:
-        return {key: getattr(self, key) for key in SUMMARY_KEYS}
-
-
-# SPEC's `ingest --json` keys, for records and documents alike.
-SUMMARY_KEYS = ("batch", "read", "new", "unchanged")
-
-
 # The columns ingest writes, in the order of `_row`'s tuples.
 # The record's fields from effective_from on (FIELDS[4:]) keep their names as columns.
 _ROW_COLUMNS = (
@@ -97,13 +78,27 @@ _ROW_COLUMNS = (
 )
 
 
-# A record's values for `_ROW_COLUMNS` up to `content`, read in one call.
-_ROW_VALUES = attrgetter("id", "source_version", "section", "source_uri", *FIELDS[4:])
-
-
 def _row(rec: ChunkRecord, digest: str, batch_seq: int) -> tuple[Any, ...]:
     content_digest = hashlib.sha256(rec.content.encode("utf-8")).hexdigest()
-    return (*_ROW_VALUES(rec), content_digest, digest, batch_seq, rec.scope)
+    return (
+        rec.id,
+        rec.source_version,
+        rec.section,
+        rec.source_uri,
+        rec.effective_from,
+        rec.expires_on,
+        rec.required_permission,
+        rec.trust,
+        rec.dedupe_key,
+        rec.estimated_tokens,
+        rec.priority,
+        rec.required,
+        rec.content,
+        content_digest,
+        digest,
+        batch_seq,
+        rec.scope,
+    )
 
 
 def _insert_rows(
@@ -265,7 +260,8 @@ def _store_slice(conn: Connection, recs: Pending, seq: int, index: bool) -> tupl
 
 
 def _check_dedupe_groups(conn: Connection, seq: int, reread: Callable[[], Records] | None) -> None:
-    """SPEC's dedupe-group rules over everything stored, for the keys this batch touched.
+    """The dedupe-group rules (docs/reference/records.md) over everything stored,
+    for the keys this batch touched.
 
     One set-based query finds a broken group; only then are its rows loaded, the
     rule named by `check_dedupe_groups`, and the input read again to name the
@@ -368,7 +364,7 @@ def store_records(
     try:
         return _store(engine, records, paths, names, reread, notes)
     except _NothingNew as nothing:
-        # SPEC: a run that stores nothing new writes no entry (rolled back whole).
+        # A run that stores nothing new writes no entry (rolled back whole).
         return IngestSummary(None, nothing.read, 0, nothing.read, tuple(notes))
 
 

@@ -25,6 +25,7 @@ from ledger.core.why import (
     answer,
     order_found,
 )
+from ledger.store.candidates import candidates_for
 from ledger.store.fulltext import (
     Hit,
     closest_terms,
@@ -32,16 +33,19 @@ from ledger.store.fulltext import (
     retrieve_query,
     search_versions,
 )
+from ledger.store.inputs import resolve_inputs, with_retrieval
 from ledger.store.schema import packs, versions
 
 MAX_LIMIT = 1000
 SNIPPET = 160  # characters of context around the first matching word
 
 
-def check_limit(limit: object, where: str = "--limit") -> int:
+def check_limit(limit: object, where: str = "limit") -> int:
     """A result count: an integer from 1 to `MAX_LIMIT`."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InputError(f"{where}: must be an integer between 1 and {MAX_LIMIT}, not {limit!r}")
+        raise InputError(
+            f"{where}: must be an integer between 1 and {MAX_LIMIT}, not {limit!r}", param=where
+        )
     return limit
 
 
@@ -163,8 +167,8 @@ def why(
     subject: str = "default",
     limit: int = 5,
 ) -> WhyAnswer:
-    """SPEC's `ledger why TEXT --json`: the matching versions' fate in one pack
-    (default: the subject's newest), the verdict and the sentence."""
+    """`ledger why TEXT --json` (docs/reference/json.md): the matching versions'
+    fate in one pack (default: the subject's newest), the verdict and the sentence."""
     from ledger.store.access import check_subject
     from ledger.store.audit import hint_for, inputs_of
     from ledger.store.packs import decision_rows, detail_of, reason_of
@@ -182,8 +186,9 @@ def why(
         )
     if head is None:
         raise NotFoundError(
-            f"no pack has been built for subject {subject!r}; run `ledger build --as-of DATE "
-            f"--subject {subject}` (or name one with --pack)"
+            f"no pack has been built for subject {subject!r}: build one for it first "
+            "(or name a pack)",
+            param="pack",
         )
     view = _view(head)
     inputs = inputs_of(head)
@@ -271,7 +276,6 @@ def _simulated_hint(
     """The core's hint on the inputs of another build, after `first` (the step that
     makes the version a candidate): `{"target", "steps", "admits"}`."""
     from ledger.core.select import admission_hint
-    from ledger.store.build import candidates_for
 
     candidates, _ = candidates_for(conn, inputs)
     if not any(c.record_digest == record_digest for c in candidates):
@@ -303,8 +307,6 @@ def _rebuild_hint(
     """For a version ingested after the pack: a build now, with the pack's date,
     subject, budget and retrieval query (grants and policy as they stand now),
     and the retrieval that offers it if that query would not."""
-    from ledger.store.build import resolve_inputs, with_retrieval
-
     now = resolve_inputs(
         conn, head.as_of, head.subject, budget=head.budget, counter=head.counter.split("@")[0]
     )

@@ -67,9 +67,9 @@ def test_the_api_and_the_cli_store_the_same_versions_and_say_the_same(tmp_path: 
         with pytest.raises(ledger.NotFoundError) as missing:
             lg.retract(["kb-nothing"], from_date="2026-03-01")
         assert missing.value.exit_code == 3
-        with pytest.raises(ledger.InputError, match="go with --rules"):
+        with pytest.raises(ledger.InputError, match="go with rules"):
             lg.ingest_paths([docs], source_version="v3")
-        with pytest.raises(ledger.InputError, match="do not go with --rules"):
+        with pytest.raises(ledger.InputError, match="do not go with rules"):
             lg.ingest_paths([docs], rules=rules, format="jsonl")
         assert lg.verify().ok
     assert run_ledger("verify", db=via_cli).returncode == 0

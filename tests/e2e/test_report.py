@@ -860,7 +860,7 @@ def test_help_names_the_default_files() -> None:
 
 def test_library_on_both_backends(db_url: str, tmp_path: Path) -> None:
     """The collecting functions on SQLite and PostgreSQL give the same figures."""
-    from ledger.api import ingest_files as ingest
+    from ledger.api.ingest import ingest_files as ingest
     from ledger.report import chunk_report, diff_report, pack_report
     from ledger.store.access import change_grants, set_policy
     from ledger.store.build import build_pack

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from ledger.api import database_url, ingest_files
+from ledger.api import database_url
+from ledger.api.ingest import ingest_files
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.records import record_digest
 from ledger.core.tsvector import index_payload

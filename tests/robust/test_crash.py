@@ -144,7 +144,7 @@ def integrity_check(path: Path) -> None:
 
 def ingest_small(url: str, path: Path, expected_seq: int) -> None:
     """After a crash the ledger takes the next write: its entry follows without a gap."""
-    from ledger.api import ingest_files as ingest
+    from ledger.api.ingest import ingest_files as ingest
     from ledger.store.engine import open_engine
 
     engine = open_engine(url)

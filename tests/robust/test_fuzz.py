@@ -402,7 +402,7 @@ def as_array(data: bytes) -> bytes:
     st.one_of(jsonl_files(), jsonl_files(), jsonl_files(), token_soup, st.binary(max_size=200)),
 )
 def test_ingest_path(fuzz_ledger: tuple[Any, Path], fmt: str, data: bytes) -> None:
-    from ledger.api import ingest_files as ingest
+    from ledger.api.ingest import ingest_files as ingest
 
     engine, path = fuzz_ledger
     source = path.parent / f"input.{fmt}"

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine, inspect
 
-from ledger.api import ingest_files
+from ledger.api.ingest import ingest_files
 from ledger.core.query import MAX_WORD, MAX_WORDS, index_terms, index_words
 from ledger.core.records import record_digest
 from ledger.core.tsvector import index_payload, tsvector_binary

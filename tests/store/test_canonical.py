@@ -222,7 +222,8 @@ def test_pack_digest_is_rfc8785_of_its_manifest() -> None:
 
     from ledger.core.select import Candidate, select
     from ledger.store.access import Policy
-    from ledger.store.build import Inputs, context_digests, input_digest, pack_manifest
+    from ledger.store.inputs import Inputs
+    from ledger.store.recording import context_digests, input_digest, pack_manifest
 
     def cand(i: str, **kw: object) -> Candidate:
         base = dict(
@@ -307,7 +308,8 @@ def test_input_digest_is_rfc8785(digests: list[str], scope: str, retracted: Any)
     import rfc8785
 
     from ledger.store.access import Policy
-    from ledger.store.build import DOCUMENTS, Inputs, input_digest
+    from ledger.store.inputs import DOCUMENTS, Inputs
+    from ledger.store.recording import input_digest
 
     inputs = Inputs(
         as_of="2026-07-01",
@@ -361,7 +363,7 @@ def test_detail_json_is_trusted_json(detail: dict[str, Any]) -> None:
     from types import MappingProxyType
 
     from ledger.core.canonical import trusted_json
-    from ledger.store.build import detail_json
+    from ledger.core.digests import detail_json
 
     assert detail_json(detail) == trusted_json(detail)
     assert detail_json(MappingProxyType(detail)) == trusted_json(detail)
@@ -381,7 +383,7 @@ def test_detail_json_is_trusted_json(detail: dict[str, Any]) -> None:
 def test_eviction_entries_are_eviction_entry_texts(entries: list[tuple[str, Any, Any]]) -> None:
     """The pack digest writes its evictions' entries a column at a time: the same
     texts as one at a time, whatever a changed database holds (or the same error)."""
-    from ledger.store.build import eviction_entries, eviction_entry
+    from ledger.core.digests import eviction_entries, eviction_entry
 
     heads = [h for h, _, _ in entries]
     digests = [d for _, d, _ in entries]
@@ -448,7 +450,7 @@ def test_detail_json_of_a_reference_is_trusted_json(
     from types import MappingProxyType
 
     from ledger.core.canonical import trusted_json
-    from ledger.store.build import detail_json
+    from ledger.core.digests import detail_json
 
     inner: Any = MappingProxyType(ref) if frozen else ref
     detail = {key: inner}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, event
 
-from ledger.api import ingest_files as ingest
+from ledger.api.ingest import ingest_files as ingest
 from ledger.core.errors import LedgerError
 from ledger.store.chain import read_head
 from ledger.store.ingest import SLICE

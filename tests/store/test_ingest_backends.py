@@ -12,7 +12,7 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, func, select
 
-from ledger.api import ingest_files as ingest
+from ledger.api.ingest import ingest_files as ingest
 from ledger.core.canonical import content_digest
 from ledger.core.errors import InputError, RefusedError
 from ledger.store.chain import GENESIS

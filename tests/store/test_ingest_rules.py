@@ -13,7 +13,7 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, select
 
-from ledger.api import ingest_files as ingest
+from ledger.api.ingest import ingest_files as ingest
 from ledger.core.errors import EXIT_INVALID, InputError, LedgerError, RefusedError
 from ledger.store.schema import versions
 from tests.conftest import chunk, write_jsonl
@@ -323,7 +323,7 @@ def test_text_fields_stored_stripped_and_content_exactly(
 
 def test_unknown_format_name_is_refused(ledger_engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "a.jsonl", [chunk()])
-    with pytest.raises(InputError, match="--format"):
+    with pytest.raises(InputError, match="format"):
         ingest(ledger_engine, [str(path)], "yaml")
 
 

@@ -11,7 +11,7 @@ import pytest
 import rfc8785
 from sqlalchemy import Engine, select
 
-from ledger.api import ingest_files as ingest
+from ledger.api.ingest import ingest_files as ingest
 from ledger.core.canonical import digest_value
 from ledger.core.errors import RefusedError
 from ledger.store.chain import GENESIS, entry_hash

@@ -12,7 +12,7 @@ from sqlalchemy import false, select
 
 import ledger
 from ledger.core.context import Candidate
-from ledger.store.build import load_candidates
+from ledger.store.candidates import load_candidates
 from ledger.store.chain import read_head
 from ledger.store.engine import make_engine, read_transaction
 from ledger.store.schema import versions

@@ -21,7 +21,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, insert, inspect, text
 from sqlalchemy.exc import IntegrityError
 
-from ledger.api import ingest_files as ingest
+from ledger.api.ingest import ingest_files as ingest
 from ledger.core.errors import SchemaError
 from ledger.store.engine import (
     BUSY_TIMEOUT_MS,

@@ -42,22 +42,18 @@ from ledger.store import access, engine, packs, versions
 from ledger.store.chain import entry_at, read_head
 
 if TYPE_CHECKING:
-    from ledger.core.checkpoint import Checkpoint, VerifierKey
+    from ledger.core.checkpoint import Checkpoint
     from ledger.core.proofs import CheckpointResult, ConsistencyProof, InclusionProof
     from ledger.core.query import SearchResult
-    from ledger.core.records import ChunkRecord
+    from ledger.core.results import DocumentIngestSummary, IngestSummary, RetractResult
     from ledger.core.why import WhyAnswer
-    from ledger.ingest.files import Progress
     from ledger.store.audit import ReplayResult, VerifyResult
-    from ledger.store.documents import DocumentIngestSummary, RetractResult
-    from ledger.store.ingest import IngestSummary
 
 # The store modules of the audit, build and ingest commands, the file readers, the
 # Merkle tree and the signing keys (cryptography) are imported by the methods that
 # use them: every database command pays for what this module imports (issue 21:
 # start-up).
 
-COUNTERS = ("estimated_tokens", "utf8-bytes", "cl100k_base", "o200k_base")
 HINTS = ("newest", "all", "none")
 PackRef = int | str
 
@@ -94,7 +90,7 @@ def init(path_or_url: str) -> InitResult:
     )
 
 
-def open(path_or_url: str, create: bool = False) -> Ledger:  # noqa: A001 - SPEC's name
+def open(path_or_url: str, create: bool = False) -> Ledger:  # noqa: A001 - the API's name (docs/reference/commands.md)
     """Open the ledger at a SQLite path or a SQLAlchemy URL.
 
     `create=True` first creates the database or upgrades its schema, as
@@ -150,21 +146,14 @@ class Ledger:
     # -- ingest -------------------------------------------------------------
 
     def ingest_records(self, records: Iterable[Mapping[str, Any]]) -> IngestSummary:
-        """Store chunk records given in memory (dicts of SPEC's 13 fields), all or none.
+        """Store chunk records given in memory (dicts of the chunk record's 13
+        fields, docs/reference/records.md), all or none.
 
         An error names the record by its index: `records[3]: field 'trust': ...`.
         """
-        from ledger.ingest.files import validated, with_digests
-        from ledger.store.ingest import store_records
+        from ledger.api import ingest
 
-        items = list(records)
-
-        def read() -> Iterator[tuple[str, ChunkRecord]]:
-            for i, obj in enumerate(items):
-                where = f"records[{i}]"
-                yield where, validated(where, obj)
-
-        return store_records(self._engine, with_digests(read()), paths=["records"], reread=read)
+        return ingest.ingest_records(self._engine, records)
 
     def ingest_paths(
         self,
@@ -181,8 +170,8 @@ class Ledger:
     ) -> IngestSummary | DocumentIngestSummary:
         """Store the chunk records of files (`ledger ingest FILE...`), all or none.
 
-        `source_format` "claude-code" or "codex" (`--from`, with format
-        "transcript") reads a real export of that tool as it is.
+        `source_format` "claude-code" or "codex" (with format "transcript")
+        reads a real export of that tool as it is.
 
         With `rules` (a rules TOML file), `paths` are documents and folders of
         them (`ledger ingest PATH... --rules RULES.toml`): Markdown, HTML, text and
@@ -190,35 +179,19 @@ class Ledger:
         `effective_from` override the rules' for this run; `progress` is then
         called with (files done, chunks done). Returns a `DocumentIngestSummary`.
         """
-        if rules is not None:
-            if (
-                format != "auto"
-                or priorities is not None
-                or id_prefix is not None
-                or source_format is not None
-            ):
-                raise InputError(
-                    "--format, --from, --priorities and --id-prefix do not go with --rules: "
-                    "documents are told apart by their extension"
-                )
-            return ingest_documents(
-                self._engine,
-                [os.fspath(p) for p in paths],
-                os.fspath(rules),
-                source_version=source_version,
-                effective_from=effective_from,
-                progress=progress,
-            )
-        if source_version is not None or effective_from is not None:
-            raise InputError("--source-version and --effective-from go with --rules RULES.toml")
-        return ingest_files(
+        from ledger.api import ingest
+
+        return ingest.ingest_paths(
             self._engine,
             [os.fspath(p) for p in paths],
-            format,
-            progress=progress,
+            format=format,
             priorities=priorities,
             id_prefix=id_prefix,
+            progress=progress,
             source_format=source_format,
+            rules=None if rules is None else os.fspath(rules),
+            source_version=source_version,
+            effective_from=effective_from,
         )
 
     def retract(
@@ -226,7 +199,9 @@ class Ledger:
     ) -> RetractResult:
         """Withdraw chunk ids from `from_date` on, as one `retract` entry (`ledger
         retract`). An unknown id raises `NotFoundError` (exit 3), nothing written."""
-        return retract(self._engine, list(ids), from_date, reason)
+        from ledger.store import documents
+
+        return documents.retract(self._engine, list(ids), from_date, reason)
 
     # Erasure (issue 19) ---------------------------------------------------------
 
@@ -315,7 +290,7 @@ class Ledger:
         `retain_bodies` (days): the retention `erase(retention=True)` applies;
         "off" removes it."""
         if allow_trust is None and budget is None and retain_bodies is None:
-            raise InputError("give allowed trust labels, a budget and/or --retain-bodies")
+            raise InputError("give allow_trust, budget and/or retain_bodies")
         retain: Any = access.KEEP
         if retain_bodies == "off":
             retain = None
@@ -362,8 +337,8 @@ class Ledger:
         that span then gets the `ledger.pack.*` attributes (`ledger.integrations.otel`).
         """
         from ledger.store import build
+        from ledger.store.inputs import candidates_source
 
-        _check_counter(counter)
         # OpenTelemetry only when the application has loaded it: no import cost otherwise.
         otel: Any = None
         if trace_id is not None or span_id is not None or "opentelemetry" in sys.modules:
@@ -375,7 +350,7 @@ class Ledger:
             subject,
             query=query,
             top=top,
-            candidates_file=_candidates_arg(candidates),
+            candidates_file=candidates_source(candidates),
             trace=trace,
             budget=budget,
             counter=counter,
@@ -399,11 +374,12 @@ class Ledger:
         ledger state; all or nothing unless `keep_going` (then each line alone).
 
         `lines` are the file's lines when the caller has read them already
-        (`read_batch_lines`); `progress` is called with 1 after each line.
+        (`ledger.ingest.batch_file.read_batch_lines`); `progress` is called with 1
+        after each line.
         """
+        from ledger.ingest.batch_file import read_batch_lines
         from ledger.store import batch
 
-        _check_counter(counter)
         name = os.fspath(path)
         if lines is None:
             lines = read_batch_lines(name)
@@ -429,9 +405,11 @@ class Ledger:
     ) -> Pack:
         """Record a transcript continuation (what `transcript export` writes) as a pack.
 
-        `source_format` "claude-code" or "codex" (`--from`) reads a real export;
-        its pack is as of the session's last day. `subject` None: the export's
-        session, or "transcript" for a strict transcript."""
+        `source_format` "claude-code" or "codex" reads a real export; its pack is
+        as of the session's last day. `subject` None: the export's session, or
+        "transcript" for a strict transcript."""
+        from ledger.api.transcripts import build_transcript
+
         pack_no = build_transcript(
             self._engine,
             os.fspath(source),
@@ -560,6 +538,7 @@ class Ledger:
         a failed check of the ledger itself; a checkpoint of another ledger, or a
         bad signature, is an IntegrityError.
         """
+        from ledger.api.checkpoints import tree_checkpoint
         from ledger.signing import read_vkey
         from ledger.store import audit
 
@@ -567,8 +546,8 @@ class Ledger:
         if isinstance(checkpoint, str) and audit.is_seq_hash(checkpoint):
             seq_hash, checkpoint = checkpoint, None
         key = read_vkey(vkey) if vkey is not None else None
-        tree_cp = _tree_checkpoint(checkpoint, key)
-        since_cp = _tree_checkpoint(since, key)
+        tree_cp = tree_checkpoint(checkpoint, key)
+        since_cp = tree_checkpoint(since, key)
         with self._read() as conn:
             return audit.verify(conn, seq_hash, tree_checkpoint=tree_cp, since=since_cp)
 
@@ -578,10 +557,12 @@ class Ledger:
         with self._read() as conn:
             h = read_head(conn) if at is None else entry_at(conn, at)
         if h is None:
-            raise NotFoundError(f"entry {at} does not exist; `ledger head` prints the newest")
+            raise NotFoundError(
+                f"at: entry {at} does not exist; head() gives the newest", param="at"
+            )
         return HeadResult({"seq": h.seq, "hash": h.entry_hash, "checkpoint": h.checkpoint()})
 
-    # -- proofs and checkpoints (SPEC "Proofs and checkpoints") ----------------
+    # -- proofs and checkpoints (docs/reference/proofs.md) ---------------------
 
     def checkpoint(
         self, size: int | None = None, *, key: str | os.PathLike[str] | None = None
@@ -666,201 +647,20 @@ class Ledger:
         return ids, page
 
 
-def _candidates_arg(
-    candidates: str | os.PathLike[str] | Sequence[str | Mapping[str, Any]] | None,
-) -> str | bytes | None:
-    """`build(candidates=)` for the store: a path, or an in-memory list as the JSON
-    Lines a candidates file holds (its digest is what the pack records)."""
-    if candidates is None or isinstance(candidates, str | os.PathLike):
-        return None if candidates is None else os.fspath(candidates)
-    import json
-
-    items = [{"id": c} if isinstance(c, str) else dict(c) for c in candidates]
-    return b"".join(
-        json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-        for item in items
-    )
+# The workflow functions that lived here, importable from here until their
+# callers (cli/build_cmd.py, bench/) import them from their modules.
+_MOVED = {
+    "ingest_files": "ledger.api.ingest",
+    "ingest_documents": "ledger.api.ingest",
+    "read_batch_lines": "ledger.ingest.batch_file",
+    "build_transcript": "ledger.api.transcripts",
+}
 
 
-def _tree_checkpoint(
-    value: str | os.PathLike[str] | Checkpoint | None, key: VerifierKey | None
-) -> Checkpoint | None:
-    """A tree checkpoint given as a `Checkpoint` or as a checkpoint file's path."""
-    from ledger.core.checkpoint import Checkpoint
-    from ledger.signing import read_checkpoint
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ledger.api' has no attribute {name!r}")
+    import importlib
 
-    if value is None or isinstance(value, Checkpoint):
-        return value
-    if not os.path.isfile(value):
-        raise InputError(
-            f"checkpoint {os.fspath(value)!r}: neither SEQ:HASH as `ledger head` prints it "
-            "nor a checkpoint file as `ledger checkpoint -o FILE` writes it"
-        )
-    return read_checkpoint(Path(value), key)
-
-
-def _check_counter(counter: str) -> None:
-    if counter not in COUNTERS:
-        raise InputError(f"counter {counter!r}: use one of {', '.join(COUNTERS)}")
-
-
-def read_batch_lines(path: str) -> list[bytes]:
-    """The lines of a `--batch` file (a regular file; see `check_input_file`)."""
-    from ledger.ingest.source import (
-        MAX_BATCH_BYTES,
-        MAX_BATCH_LINE_BYTES,
-        check_input_file,
-        read_lines,
-    )
-
-    check_input_file(path)
-    # Through the one safe reader: streamed, each line and the whole file bounded.
-    return read_lines(
-        path, "batch file", line_limit=MAX_BATCH_LINE_BYTES, total_limit=MAX_BATCH_BYTES
-    )
-
-
-def ingest_files(
-    eng: Any,
-    paths: list[str],
-    fmt: str = "auto",
-    *,
-    progress: Progress | None = None,
-    priorities: str | None = None,
-    id_prefix: str | None = None,
-    source_format: str | None = None,
-) -> IngestSummary:
-    """Validate and store every record of `paths` in one transaction and one entry.
-
-    Raises `InputError` (a file or record breaks a rule, naming file, line or
-    index, field and rule) or `RefusedError` (a changed version, a broken dedupe
-    group); either way nothing is stored.
-    """
-    from ledger.ingest.files import FORMATS, detect_format, read_digested, read_records
-    from ledger.ingest.source import check_input_file
-    from ledger.store.ingest import store_records, wants_index_payloads
-
-    if fmt not in FORMATS:
-        raise InputError(f"--format: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    if not paths:
-        raise InputError("no input files; name one or more chunk files")
-    if fmt == "transcript" and len(paths) != 1:
-        raise InputError("--format transcript takes one transcript (its --priorities belong to it)")
-    if fmt != "transcript" and (priorities is not None or id_prefix is not None or source_format):
-        raise InputError("--priorities, --id-prefix and --from go with --format transcript")
-    for path in paths:
-        check_input_file(path)
-        detect_format(path, fmt)
-    if priorities is not None:
-        check_input_file(priorities)  # a named pipe or /dev/zero would hang the read
-    notes: list[str] = []
-    records = read_digested(
-        paths,
-        fmt,
-        notes=notes,
-        progress=progress,
-        transcript=(priorities, id_prefix),
-        source_format=source_format,
-        index_payloads=wants_index_payloads(eng),
-    )
-    # An exchange's dedupe_key is its own id, so a transcript needs no blame pass.
-    reread = None if fmt == "transcript" else (lambda: read_records(paths, fmt, notes=[]))
-    try:
-        return store_records(eng, records, paths=paths, reread=reread, notes=notes)
-    finally:
-        records.close()  # a refusal stops the reader (a second process, for a large file) now
-
-
-def build_transcript(
-    eng: Any,
-    source: str,
-    priorities: str | None,
-    budget: int,
-    subject: str | None = "transcript",
-    ledger_at: int | None = None,
-    source_format: str | None = None,
-) -> int:
-    """Record the continuation of `source` (with its priorities sidecar) as a pack.
-
-    `source_format` is `--from` (an export: the pack is as of the session's last
-    day); `subject` None names the pack after the export's session."""
-    from ledger.ingest.transcripts import load_annotated
-    from ledger.store import build
-
-    access.check_budget(budget)
-    annotated = load_annotated(source, priorities, source_format)
-    if subject is None:
-        subject = annotated.session_slug or "transcript"
-    dates = annotated.dates
-    hint = (f" --from {source_format}" if source_format else "") + (
-        f" --priorities {priorities}" if priorities else ""
-    )
-    return build.build_transcript_pack(
-        eng,
-        annotated.source_version,
-        annotated.header_bytes(),
-        budget,
-        subject,
-        ledger_at,
-        source=source,
-        ingest_hint=f"ledger ingest --format transcript {source}{hint}",
-        as_of=dates[1] if dates else None,
-    )
-
-
-# --------------------------------------------------------------------------
-# Documents (issue 15): `ledger ingest PATH... --rules` and `ledger retract`.
-# --------------------------------------------------------------------------
-
-
-def ingest_documents(
-    eng: Any,
-    paths: list[str],
-    rules: str,
-    *,
-    source_version: str | None = None,
-    effective_from: str | None = None,
-    progress: Any = None,
-    today: str | None = None,
-) -> DocumentIngestSummary:
-    """Ingest Markdown, HTML, text and PDF files by a rules file, all or nothing.
-
-    The rules, the files and the overrides are checked (and every file read once)
-    before the write transaction; the files whose bytes or rules changed since
-    the source's last run are parsed inside it, so the incremental decision sees
-    the state it writes against.
-    """
-    from datetime import date
-
-    from ledger.ingest.docplan import StoredFile, chunk_run, plan_run
-    from ledger.store.documents import store_run, stored_files
-
-    run = plan_run(
-        paths,
-        rules,
-        today=today or date.today().isoformat(),
-        source_version=source_version,
-        effective_from=effective_from,
-    )
-    with engine.write_transaction(eng) as conn:
-        before = stored_files(conn, run.source)
-        state = {path: StoredFile(*row) for path, row in before.items()}
-        files, plans = chunk_run(run, state, progress)
-        return store_run(
-            conn,
-            source=run.source,
-            snapshot=run.rules.source.snapshot,
-            version=run.version,
-            effective_from=run.effective_from,
-            paths=run.paths,
-            files=files,
-            plans=plans,
-            before=before,
-        )
-
-
-def retract(eng: Any, ids: list[str], from_date: str, reason: str | None = None) -> RetractResult:
-    """Withdraw chunk ids from `from_date` on, as one `retract` entry."""
-    from ledger.store.documents import retract as store_retract
-
-    return store_retract(eng, ids, from_date, reason)
+    return getattr(importlib.import_module(module), name)
