@@ -121,7 +121,8 @@ def _evicted_for(con: sqlite3.Connection, reason: str) -> str:
 
 
 def bench_why(tmp: Path, packs: int, candidates: int) -> list[dict[str, Any]]:
-    from ledger.store.audit import verify, why_evicted
+    from ledger.store.verify import verify
+    from ledger.store.why_evicted import why_evicted
     from ledger.store.engine import make_engine, read_transaction
 
     db_file = tmp / "audit.db"
@@ -256,7 +257,7 @@ def bench_why(tmp: Path, packs: int, candidates: int) -> list[dict[str, Any]]:
 
 
 def bench_diff(tmp: Path, candidates: int) -> list[dict[str, Any]]:
-    from ledger.store.audit import diff
+    from ledger.store.diff import diff
     from ledger.store.engine import read_transaction
 
     db_file = tmp / "diff.db"

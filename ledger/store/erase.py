@@ -1,4 +1,4 @@
-"""`ledger erase`: remove bodies, keep the audit (SPEC "Erasure").
+"""`ledger erase`: remove bodies, keep the audit (docs/reference/retention.md).
 
 One write transaction per command: the `erase` entry, one `erasures` row per
 erased version, the body set to NULL, its full-text entry removed (the title,
@@ -17,10 +17,12 @@ the recorded count instead of a recount.
 from __future__ import annotations
 
 import datetime
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine, inspect, select, update
+from sqlalchemy.exc import DBAPIError
 
 from ledger.core.erasure import (
     VersionSpan,
@@ -30,10 +32,17 @@ from ledger.core.erasure import (
     metadata_digest,
 )
 from ledger.core.errors import InputError, IntegrityError, RefusedError
-from ledger.core.reasons import check_date
+from ledger.core.reasons import is_date
+from ledger.store import fulltext
+from ledger.store.access import policy_at
+from ledger.store.build import count_tokens
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import insert_tuples, write_transaction
+from ledger.store.ingest import record_from_row
+from ledger.store.readers import resolve_ref
 from ledger.store.schema import erasures, retractions, versions
+from ledger.store.verify_rows import bad_rows
+from ledger.tokens import counter_id
 
 _IN = 500  # ids per IN (...) list
 COUNTERS = ("utf8-bytes", "cl100k_base", "o200k_base")  # besides estimated_tokens
@@ -112,10 +121,7 @@ def _ended(conn: Connection, date: str) -> list[int]:
 def _targets(
     conn: Connection, refs: Sequence[str], ended_before: str | None, retention: bool, today: str
 ) -> tuple[list[int], str | None]:
-    """The versions an erase names, and the --ended-before date it used."""
-    from ledger.store.access import policy_at
-    from ledger.store.audit import resolve_ref
-
+    """The versions an erase names, and the `ended_before` date it used."""
     if refs:
         vids: set[int] = set()
         for ref in refs:
@@ -125,8 +131,9 @@ def _targets(
         policy = policy_at(conn)
         if policy is None or policy.retain_bodies is None:
             raise RefusedError(
-                "the policy has no retention; set one with `ledger policy set --retain-bodies "
-                "DAYS`, or name the date with --ended-before DATE"
+                "retention: the policy has no retention; set one (`retain_bodies`, in days), "
+                "or name the date with `ended_before`",
+                param="retention",
             )
         day = datetime.date.fromisoformat(today) - datetime.timedelta(days=policy.retain_bodies)
         ended_before = day.isoformat()
@@ -137,10 +144,8 @@ def _targets(
 def _check_bodies(conn: Connection, vids: list[int]) -> None:
     """Refuse to erase a body that does not match its digests: erasing it would
     hide the tampering that verify would otherwise report."""
-    from ledger.store.audit import _bad_rows
-
     for start in range(0, len(vids), _IN):
-        bad = next(_bad_rows(conn, versions.c.vid.in_(vids[start : start + _IN])), None)
+        bad = next(bad_rows(conn, versions.c.vid.in_(vids[start : start + _IN])), None)
         if bad is not None:
             raise IntegrityError(
                 f"{bad}; nothing erased: the database was altered, run `ledger verify`"
@@ -148,9 +153,6 @@ def _check_bodies(conn: Connection, vids: list[int]) -> None:
 
 
 def _cache_counts(conn: Connection, vids: list[int]) -> None:
-    from ledger.store.build import count_tokens
-    from ledger.tokens import counter_id
-
     for name in COUNTERS:
         count_tokens(conn, vids, counter_id(name))
 
@@ -171,16 +173,19 @@ def erase(
     given = sum((bool(refs), ended_before is not None, retention))
     if given != 1:
         raise InputError(
-            "name what to erase one way: REF..., --ended-before DATE or --retention"
+            "name what to erase one way: refs, ended_before or retention"
             if given
-            else "nothing to erase: give REF..., --ended-before DATE or --retention"
+            else "nothing to erase: give refs, ended_before or retention"
         )
     try:
         why = check_reason(reason)
     except ValueError as exc:
-        raise InputError(str(exc)) from None
-    if ended_before is not None:
-        ended_before = check_date(ended_before, "--ended-before")
+        raise InputError(str(exc), param="reason") from None
+    if ended_before is not None and not is_date(ended_before):
+        raise InputError(
+            f"ended_before: {ended_before!r} must use YYYY-MM-DD and be a real date",
+            param="ended_before",
+        )
     day = today or datetime.date.today().isoformat()
     sqlite = engine.dialect.name == "sqlite"
     with write_transaction(engine) as conn:
@@ -228,9 +233,6 @@ def _listing(conn: Connection, vids: list[int]) -> dict[int, dict[str, Any]]:
 
 
 def _erase(conn: Connection, vids: list[int], reason: str) -> int:
-    from ledger.store import fulltext
-    from ledger.store.ingest import record_from_row
-
     _check_bodies(conn, vids)
     _cache_counts(conn, vids)
     rows: list[Any] = []
@@ -268,11 +270,7 @@ def _erase(conn: Connection, vids: list[int], reason: str) -> int:
 
 
 def _has_index(conn: Connection) -> bool:
-    from sqlalchemy import inspect
-
-    from ledger.store.fulltext import TABLE
-
-    return inspect(conn).has_table(TABLE)
+    return inspect(conn).has_table(fulltext.TABLE)
 
 
 def _scrub(engine: Engine) -> dict[str, Any]:
@@ -280,10 +278,6 @@ def _scrub(engine: Engine) -> dict[str, Any]:
     the WAL; PostgreSQL vacuums the tables that held the bodies. Says whether it
     could do all of it (a reader holding an old snapshot delays the checkpoint); a
     failure here is no failure of the erase, which is committed: it is reported."""
-    import sqlite3
-
-    from sqlalchemy.exc import DBAPIError
-
     if engine.dialect.name == "sqlite":
         method = "sqlite wal_checkpoint(TRUNCATE)"
         # On the driver's connection, outside any transaction: a transaction of

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 
 import ledger
-from ledger.store.audit import hint_for
+from ledger.store.why_evicted import hint_for
 from ledger.store.engine import make_engine, read_transaction
 from ledger.store.schema import decisions, packs, versions
 from tests.conftest import chunk
