@@ -119,10 +119,11 @@ def _superseded_cause(
 ) -> str:
     """Superseded on one side only: why did the winning version not win on the other?"""
     lost, other = (a, db) if a.reason == SUPERSEDED else (b, da)
-    if lost.ref_vid not in other:
+    winner = lost.ref_vid
+    if winner is None or winner not in other:
         # The winner is missing from the other pack's ledger view.
         return REMOVED_CANDIDATE if lost is a else NEW_VERSION
-    return gate_cause(_reason(other[lost.ref_vid]), fa, fb) or NEW_VERSION
+    return gate_cause(_reason(other[winner]), fa, fb) or NEW_VERSION
 
 
 def _budget_cause(a: State, b: State, fa: PackFigures, fb: PackFigures) -> str | None:

@@ -56,7 +56,7 @@ def _same(ra: tuple[Any, ...] | None, rb: tuple[Any, ...] | None) -> bool:
     """Same status (so same reason) and same version on both sides."""
     if ra is None or rb is None:
         return False
-    return ra[_STATUS] == rb[_STATUS] and ra[_SOURCE_VERSION] == rb[_SOURCE_VERSION]
+    return bool(ra[_STATUS] == rb[_STATUS] and ra[_SOURCE_VERSION] == rb[_SOURCE_VERSION])
 
 
 def diff(conn: Connection, a: int, b: int) -> dict[str, Any]:

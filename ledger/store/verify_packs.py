@@ -327,7 +327,11 @@ def check_pack(reader: VerifyReader, head: Any) -> tuple[str | None, int]:
     if ind != head.input_digest:
         return "input digest does not match the recorded inputs and candidates", n
     # The evictions by record digest (an admitted decision has no entry).
-    evicted = [entries[i] for i in pv.order if entries[i] is not None]
+    evicted: list[str] = []
+    for i in pv.order:
+        entry = entries[i]
+        if entry is not None:
+            evicted.append(entry)
     pd = manifest_digest(inputs, ind, [(r[_DIGEST], r[_TOKENS]) for r in admitted], evicted)
     if pd != head.pack_digest:
         return "pack digest does not match its decisions", n
