@@ -33,6 +33,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen import diff_packs, setup_ledger  # noqa: E402
 
+from ledger.core.reasons import BUDGET, DUPLICATE, NOT_YET_EFFECTIVE, SUPERSEDED  # noqa: E402
+
 
 def _many_packs(url: str, tmp: Path, packs: int, candidates: int) -> None:
     from ledger.store.batch import run_batch
@@ -103,7 +105,7 @@ def raw_verify_floor(con: sqlite3.Connection) -> float:
     return time.perf_counter() - t0
 
 
-HINT_REASONS = ("duplicate", "budget", "superseded", "not_yet_effective")
+HINT_REASONS = (DUPLICATE, BUDGET, SUPERSEDED, NOT_YET_EFFECTIVE)
 
 
 def _evicted_for(con: sqlite3.Connection, reason: str) -> str:
@@ -176,7 +178,7 @@ def bench_why(tmp: Path, packs: int, candidates: int) -> list[dict[str, Any]]:
         {
             "help": [*ledger_cmd, "--help"],
             **{f"why {reason}": [*why_cmd, ref] for reason, ref in hinted.items()},
-            "why_none": [*why_cmd, "--hints", "none", hinted["budget"]],
+            "why_none": [*why_cmd, "--hints", "none", hinted[BUDGET]],
             "head": [*ledger_cmd, "head"],
             "sqlalchemy": [sys.executable, "-c", "import sqlalchemy"],
         },

@@ -28,7 +28,7 @@ from ledger.core.errors import InputError
 
 ED25519 = 0x01
 ORIGIN_PREFIX = "ledger/"
-SIG_DASH = "\u2014 "  # an em dash and a space, as the spec writes it
+SIG_DASH = "\u2014 "  # an em dash and a space, as signed-note writes it
 MAX_NOTE_BYTES = 1 << 20
 MAX_SIGNATURES = 100
 _B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")

@@ -8,7 +8,8 @@ goes when they import from the new modules:
 - `verify`, `VerifyResult`: ledger.store.verify
 - `replay`, `ReplayResult`: ledger.store.replay
 - `resolve_ref`: ledger.store.readers
-- `inputs_of`, `retrieval_of`, `trace_ids`: ledger.store.packs
+- `inputs_of`, `trace_ids`: ledger.store.inputs; `retrieval_of`: ledger.store.packs
+- `erased_info`, `erased_by_digest` (were in ledger.store.erase): ledger.store.readers
 - `is_seq_hash(text)`: `ledger.core.checkpoint.parse_seq_hash(text) is not None`
 """
 
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 from ledger.core.checkpoint import parse_seq_hash
 from ledger.store.diff import diff
-from ledger.store.packs import inputs_of, retrieval_of, trace_ids
+from ledger.store.inputs import inputs_of, trace_ids
+from ledger.store.packs import retrieval_of
 from ledger.store.readers import resolve_ref
 from ledger.store.replay import ReplayResult, replay
 from ledger.store.verify import VerifyResult, verify

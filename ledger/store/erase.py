@@ -39,46 +39,12 @@ from ledger.store.build import count_tokens
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import insert_tuples, write_transaction
 from ledger.store.ingest import record_from_row
-from ledger.store.readers import resolve_ref
+from ledger.store.readers import IN_LIST, erased_info, resolve_ref
 from ledger.store.schema import erasures, retractions, versions
 from ledger.store.verify_rows import bad_rows
 from ledger.tokens import counter_id
 
-_IN = 500  # ids per IN (...) list
 COUNTERS = ("utf8-bytes", "cl100k_base", "o200k_base")  # besides estimated_tokens
-
-
-def erased_info(conn: Connection, vids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """`{"entry", "reason"}` of the erased versions among `vids` (what `show`,
-    `export --with-content`, reports and `why` print instead of a body)."""
-    out: dict[int, dict[str, Any]] = {}
-    unique = sorted(set(vids))
-    for start in range(0, len(unique), _IN):
-        part = unique[start : start + _IN]
-        q = select(erasures.c.vid, erasures.c.entry_seq, erasures.c.reason).where(
-            erasures.c.vid.in_(part)
-        )
-        rows: Any = conn.execute(q)
-        for vid, seq, reason in rows:
-            out[int(vid)] = {"entry": int(seq), "reason": reason}
-    return out
-
-
-def erased_by_digest(conn: Connection, record_digests: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """As `erased_info`, keyed by record digest."""
-    out: dict[str, dict[str, Any]] = {}
-    unique = sorted(set(record_digests))
-    for start in range(0, len(unique), _IN):
-        part = unique[start : start + _IN]
-        q = (
-            select(versions.c.record_digest, erasures.c.entry_seq, erasures.c.reason)
-            .select_from(erasures.join(versions, versions.c.vid == erasures.c.vid))
-            .where(versions.c.record_digest.in_(part))
-        )
-        rows: Any = conn.execute(q)
-        for rd, seq, reason in rows:
-            out[str(rd)] = {"entry": int(seq), "reason": reason}
-    return out
 
 
 def erase_entries(conn: Connection) -> dict[int, tuple[list[tuple[str, str]], set[str]]]:
@@ -144,8 +110,8 @@ def _targets(
 def _check_bodies(conn: Connection, vids: list[int]) -> None:
     """Refuse to erase a body that does not match its digests: erasing it would
     hide the tampering that verify would otherwise report."""
-    for start in range(0, len(vids), _IN):
-        bad = next(bad_rows(conn, versions.c.vid.in_(vids[start : start + _IN])), None)
+    for start in range(0, len(vids), IN_LIST):
+        bad = next(bad_rows(conn, versions.c.vid.in_(vids[start : start + IN_LIST])), None)
         if bad is not None:
             raise IntegrityError(
                 f"{bad}; nothing erased: the database was altered, run `ledger verify`"
@@ -217,9 +183,9 @@ def erase(
 def _listing(conn: Connection, vids: list[int]) -> dict[int, dict[str, Any]]:
     c = versions.c
     out: dict[int, dict[str, Any]] = {}
-    for start in range(0, len(vids), _IN):
+    for start in range(0, len(vids), IN_LIST):
         q = select(c.vid, c.chunk_id, c.source_version, c.record_digest, c.content_digest).where(
-            c.vid.in_(vids[start : start + _IN])
+            c.vid.in_(vids[start : start + IN_LIST])
         )
         rows: Any = conn.execute(q)
         for vid, cid, sv, rd, cd in rows:
@@ -236,8 +202,9 @@ def _erase(conn: Connection, vids: list[int], reason: str) -> int:
     _check_bodies(conn, vids)
     _cache_counts(conn, vids)
     rows: list[Any] = []
-    for start in range(0, len(vids), _IN):
-        rows += conn.execute(select(versions).where(versions.c.vid.in_(vids[start : start + _IN])))
+    for start in range(0, len(vids), IN_LIST):
+        part = vids[start : start + IN_LIST]
+        rows += conn.execute(select(versions).where(versions.c.vid.in_(part)))
     items: list[tuple[int, str, str]] = []
     for r in rows:
         rec = record_from_row(r).to_json()
@@ -259,10 +226,10 @@ def _erase(conn: Connection, vids: list[int], reason: str) -> int:
             conn.exec_driver_sql(
                 f"INSERT INTO {fulltext.TABLE} ({fulltext.TABLE}) VALUES ('optimize')"
             )
-    for start in range(0, len(vids), _IN):
+    for start in range(0, len(vids), IN_LIST):
         conn.execute(
             update(versions)
-            .where(versions.c.vid.in_(vids[start : start + _IN]))
+            .where(versions.c.vid.in_(vids[start : start + IN_LIST]))
             .values(content=None)
         )
     seal_entry(conn, seq, erase_payload([(rd, md) for _vid, rd, md in items], reason))
@@ -305,4 +272,6 @@ def _scrub(engine: Engine) -> dict[str, Any]:
     return {"method": method, "complete": True}
 
 
-__all__ = ["erase", "erase_entries", "erased_by_digest", "erased_info"]
+# `erased_info` lives in ledger.store.readers; listed here until its importers
+# outside this module (ledger/store/search.py) import it from there.
+__all__ = ["erase", "erase_entries", "erased_info"]

@@ -1,4 +1,4 @@
-"""Reading recorded packs: resolve a PACK reference, a pack's recorded inputs,
+"""Reading recorded packs: resolve a PACK reference, a pack's row and decisions,
 its JSON (docs/reference/json.md), exports.
 
 A decision row stores only what its version cannot tell (status, tokens,
@@ -29,10 +29,8 @@ from ledger.core.reasons import (
     detail_of_row,
 )
 from ledger.core.records import printable
-from ledger.store.access import Policy
-from ledger.store.build import DOCUMENTS, INPUT_COLUMNS, Inputs, retractions_at
 from ledger.store.engine import fetch_tuples
-from ledger.store.erase import erased_by_digest
+from ledger.store.readers import erased_by_digest
 from ledger.store.schema import decisions, packs, retractions, versions
 
 _HEX = re.compile(r"[0-9a-f]+")
@@ -139,39 +137,6 @@ def retrieval_of(head: Any) -> RetrievalRecord | None:
             f"pack {head.pack_no}: its recorded retrieval does not have the recorded shape; "
             "the database was altered: run `ledger verify`"
         ) from None
-
-
-def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
-    """A recorded pack's inputs, from its snapshots (IntegrityError if unreadable);
-    with `conn`, also the retractions at its ledger mark (gate 5)."""
-    pol = snapshot_of(head.policy, "policy", head.pack_no)
-    grants_list = snapshot_of(head.grants, "grants", head.pack_no)
-    try:
-        if not isinstance(pol, dict) or not isinstance(grants_list, list):
-            raise TypeError
-        policy = Policy(tuple(pol["allowed_trust"]), pol["budget"])
-        grants_tuple = tuple(grants_list)
-    except (KeyError, TypeError):
-        raise IntegrityError(
-            f"pack {head.pack_no}: its recorded grants or policy do not have the recorded shape; "
-            "the database was altered: run `ledger verify`"
-        ) from None
-    return Inputs(
-        **{name: getattr(head, column) for name, column in INPUT_COLUMNS.items()},
-        grants=grants_tuple,
-        policy=policy,
-        retrieval=retrieval_of(head),
-        retractions=(
-            retractions_at(conn, head.ledger_mark)
-            if conn is not None and head.scope == DOCUMENTS
-            else {}
-        ),
-    )
-
-
-def trace_ids(head: Any) -> tuple[str, str | None] | None:
-    """A recorded pack's (trace_id, span_id), as its entry payload covers them."""
-    return None if head.trace_id is None else (head.trace_id, head.span_id)
 
 
 def detail_of(reason: str, row: Any) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""What a REF names: the chunk versions of a chunk id or of a digest (prefix).
+"""Reading chunk versions: what a REF names (the versions of a chunk id or of a
+digest prefix; docs/reference/commands.md), and which versions were erased, by
+which entry and why (docs/reference/retention.md).
 
-Read by `why-evicted`, `erase` and the reports; it reads only the versions, so
-any store module can import it (docs/reference/commands.md, REF).
+Read by `show`, `why-evicted`, `erase`, search and the reports; it reads only
+the versions and erasures tables, so any store module can import it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 from sqlalchemy import Connection, and_, or_, select
 
 from ledger.core.errors import InputError, NotFoundError
-from ledger.store.schema import versions
+from ledger.store.schema import erasures, versions
+
+IN_LIST = 500  # ids per IN (...) list
 
 _HEX = re.compile(r"[0-9a-f]+")
 _COLUMNS = (
@@ -70,3 +74,36 @@ def resolve_ref(conn: Connection, ref: str) -> Sequence[Any]:
             f"ref: {low} is ambiguous, it matches: {listing}; give more characters", param="ref"
         )
     return rows
+
+
+def erased_info(conn: Connection, vids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """`{"entry", "reason"}` of the erased versions among `vids` (what `show`,
+    `export --with-content`, reports and `why` print instead of a body)."""
+    out: dict[int, dict[str, Any]] = {}
+    unique = sorted(set(vids))
+    for start in range(0, len(unique), IN_LIST):
+        part = unique[start : start + IN_LIST]
+        q = select(erasures.c.vid, erasures.c.entry_seq, erasures.c.reason).where(
+            erasures.c.vid.in_(part)
+        )
+        rows: Any = conn.execute(q)
+        for vid, seq, reason in rows:
+            out[int(vid)] = {"entry": int(seq), "reason": reason}
+    return out
+
+
+def erased_by_digest(conn: Connection, record_digests: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """As `erased_info`, keyed by record digest."""
+    out: dict[str, dict[str, Any]] = {}
+    unique = sorted(set(record_digests))
+    for start in range(0, len(unique), IN_LIST):
+        part = unique[start : start + IN_LIST]
+        q = (
+            select(versions.c.record_digest, erasures.c.entry_seq, erasures.c.reason)
+            .select_from(erasures.join(versions, versions.c.vid == erasures.c.vid))
+            .where(versions.c.record_digest.in_(part))
+        )
+        rows: Any = conn.execute(q)
+        for rd, seq, reason in rows:
+            out[str(rd)] = {"entry": int(seq), "reason": reason}
+    return out

@@ -15,7 +15,8 @@ from ledger.core.context import thaw
 from ledger.core.errors import LedgerError
 from ledger.core.reasons import ADMITTED, REASON_NAMES
 from ledger.store.build import candidates_for, context_digests, decide
-from ledger.store.packs import decision_rows, detail_of, inputs_of, pack_header
+from ledger.store.inputs import inputs_of
+from ledger.store.packs import decision_rows, detail_of, pack_header
 from ledger.store.schema import decisions, versions
 from ledger.store.verify_rows import bad_rows
 from ledger.tokens import ESTIMATED, counter_id, text_counter

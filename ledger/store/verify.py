@@ -29,7 +29,7 @@ from ledger.store.chain import KINDS, Head, read_head
 from ledger.store.documents import retract_payload
 from ledger.store.erase import erase_entries
 from ledger.store.ingest import ingest_payload_digest
-from ledger.store.packs import trace_ids
+from ledger.store.inputs import trace_ids
 from ledger.store.schema import batches, entries, grants, packs, policies, retractions, versions
 from ledger.store.verify_packs import VerifyReader, check_pack
 from ledger.store.verify_rows import bad_rows

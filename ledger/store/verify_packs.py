@@ -27,7 +27,8 @@ from ledger.store.build import (
     safe_ints,
 )
 from ledger.store.engine import fetch_tuples, row_type
-from ledger.store.packs import bad_pack_types, detail_of, inputs_of
+from ledger.store.inputs import inputs_of
+from ledger.store.packs import bad_pack_types, detail_of
 from ledger.store.schema import decisions, packs, retractions, versions
 from ledger.store.verify_rows import VERSION_COLUMNS
 from ledger.tokens import ESTIMATED

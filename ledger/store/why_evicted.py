@@ -15,10 +15,10 @@ from ledger.core.reasons import ADMITTED, BUDGET, REASON, RETRACTED
 from ledger.core.select import Candidate, HintPool, recorded_hint
 from ledger.core.transcript import FRAMING_BYTES
 from ledger.store.build import DOCUMENTS, TRANSCRIPT_SCOPE, candidates_for
-from ledger.store.erase import erased_info
 from ledger.store.hints import recorded_eviction
-from ledger.store.packs import detail_of, inputs_of, reason_of
-from ledger.store.readers import resolve_ref
+from ledger.store.inputs import inputs_of
+from ledger.store.packs import detail_of, reason_of
+from ledger.store.readers import erased_info, resolve_ref
 from ledger.store.schema import decisions, packs, retractions, versions
 
 _RIVALS = "rivals"  # the hint pool of a version's own rivals (`HintPool.kind`)

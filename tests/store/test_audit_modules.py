@@ -35,6 +35,7 @@ AUDIT_MODULES = (
     "verify_rows",
     "replay",
     "readers",
+    "inputs",
     "packs",
     "erase",
 )
