@@ -27,7 +27,8 @@ from ledger.core.reasons import (
 
 def _cause_of(reason: str) -> str:
     cause = REASON[reason].cause
-    assert cause is not None  # every gate's row has one
+    if cause is None:
+        raise ValueError(f"the table gives {reason} no diff cause")
     return cause
 
 
@@ -101,10 +102,9 @@ def _other_version_cause(
 ) -> str:
     """Pack B shows another version than A: why was B's version not A's choice, or
     why did A's version lose in B?"""
-    assert a.vid is not None and b.vid is not None
-    if b.vid not in da:
+    if b.vid is None or b.vid not in da:
         return NEW_VERSION
-    if a.vid not in db:
+    if a.vid is None or a.vid not in db:
         return REMOVED_CANDIDATE
     for reason in (_reason(da[b.vid]), _reason(db[a.vid])):
         if reason is not None and reason not in (SUPERSEDED, BUDGET):

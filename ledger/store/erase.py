@@ -44,6 +44,7 @@ from ledger.store.schema import erasures, retractions, versions
 from ledger.store.verify_rows import bad_rows
 from ledger.tokens import counter_id
 
+_NOTHING = "nothing to erase: give refs, ended_before or retention"
 COUNTERS = ("utf8-bytes", "cl100k_base", "o200k_base")  # besides estimated_tokens
 
 
@@ -103,7 +104,8 @@ def _targets(
             )
         day = datetime.date.fromisoformat(today) - datetime.timedelta(days=policy.retain_bodies)
         ended_before = day.isoformat()
-    assert ended_before is not None
+    if ended_before is None:  # `erase` lets no call through without one of the three
+        raise InputError(_NOTHING)
     return _ended(conn, ended_before), ended_before
 
 
@@ -139,9 +141,7 @@ def erase(
     given = sum((bool(refs), ended_before is not None, retention))
     if given != 1:
         raise InputError(
-            "name what to erase one way: refs, ended_before or retention"
-            if given
-            else "nothing to erase: give refs, ended_before or retention"
+            "name what to erase one way: refs, ended_before or retention" if given else _NOTHING
         )
     try:
         why = check_reason(reason)
