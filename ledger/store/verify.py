@@ -177,7 +177,8 @@ def _check_batches(run: _Run) -> set[int]:
     """Ingest batches and the versions they added; versions under no batch."""
     conn, after = run.conn, run.after
     stored = select(versions.c.batch_seq, func.count()).group_by(versions.c.batch_seq)
-    stored_per_batch: dict[int, int] = dict(conn.execute(stored).tuples().all())
+    counted: Any = conn.execute(stored).all()
+    stored_per_batch: dict[int, int] = dict(counted)
     run.stored_versions = sum(stored_per_batch.values())
     # The fields of every version the packs' check reads, taken as the versions
     # pass here: the versions are read once for both (with `after`, the reader
