@@ -111,7 +111,8 @@ def _file_bytes(db_file: Path) -> int:
 
 
 def bench_build(n: int, tmp: Path, rounds: int = 4) -> list[dict[str, Any]]:
-    from ledger.store.build import build_pack, load_candidates
+    from ledger.store.build import build_pack
+    from ledger.store.candidates import load_candidates
     from ledger.store.engine import make_engine, read_transaction
     from ledger.store.packs import pack_json
 

@@ -115,7 +115,7 @@ def _engine(db: Path) -> Any:
 
 def rows(quick: bool) -> list[dict[str, Any]]:
     """The rows for bench/run.py's table."""
-    from ledger.api import ingest_documents
+    from ledger.api.ingest import ingest_documents
 
     files = 2_000 if quick else 10_000
     with tempfile.TemporaryDirectory(prefix="ledger-bench-docs-") as d:

@@ -54,7 +54,7 @@ def _median(fn: Any, repeat: int = 5) -> float:
 def bench_ingest(server: Any, n: int, tmp: Path, shape: str = "records") -> dict[str, Any]:
     from bench_ingest import COLUMNS, _rows, with_content_digest
 
-    from ledger.api import ingest_files as ingest
+    from ledger.api.ingest import ingest_files as ingest
     from ledger.store.engine import make_engine
     from ledger.store.migrate import upgrade_to_head
     from tests.pgserver import create_database
@@ -105,7 +105,8 @@ def bench_ingest(server: Any, n: int, tmp: Path, shape: str = "records") -> dict
 def bench_build(server: Any, n: int, tmp: Path) -> dict[str, Any]:
     from ledger.core.reasons import REASON_CODES
     from ledger.core.select import Request, select
-    from ledger.store.build import build_pack, load_candidates
+    from ledger.store.build import build_pack
+    from ledger.store.candidates import load_candidates
     from ledger.store.chain import read_head
     from ledger.store.engine import make_engine, read_transaction
     from tests.pgserver import create_database
@@ -236,8 +237,10 @@ def bench_fulltext(server: Any, n: int, tmp: Path) -> dict[str, Any]:
 def bench_audit(server: Any, packs: int, tmp: Path, diff_n: int) -> list[dict[str, Any]]:
     from bench_audit import _many_packs
 
-    from ledger.store.audit import diff, verify, why_evicted
+    from ledger.store.diff import diff
     from ledger.store.engine import make_engine, read_transaction
+    from ledger.store.verify import verify
+    from ledger.store.why_evicted import why_evicted
     from tests.pgserver import create_database
 
     url = create_database(server, "bench_audit")

@@ -110,10 +110,10 @@ def rows(quick: bool) -> list[dict[str, Any]]:
 def _rows(tmp: Path, size: int, new: int) -> list[dict[str, Any]]:
     from ledger.core.checkpoint import Checkpoint
     from ledger.store.access import set_policy
-    from ledger.store.audit import verify
     from ledger.store.build import build_pack
     from ledger.store.engine import make_engine, read_transaction
     from ledger.store.tree import checkpoint, prove_pack
+    from ledger.store.verify import verify
 
     db_file = tmp / "proofs.db"
     url = f"sqlite:///{db_file}"

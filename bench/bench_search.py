@@ -71,7 +71,7 @@ def write_jsonl(path: Path, n: int) -> Path:
 def ingest_time(url: str, path: Path, with_index: bool) -> float:
     """Seconds to ingest `path` into a new ledger, with or without the index step."""
     import ledger.store.ingest as store_ingest
-    from ledger.api import ingest_files
+    from ledger.api.ingest import ingest_files
     from ledger.store.engine import make_engine
     from ledger.store.migrate import upgrade_to_head
 

@@ -114,7 +114,7 @@ def write_jsonl(
 
 def setup_ledger(url: str, path: Path, n: int, budget: int) -> None:
     """A migrated ledger holding `n` generated chunks, grants and a policy."""
-    from ledger.api import ingest_files as ingest
+    from ledger.api.ingest import ingest_files as ingest
     from ledger.store.access import change_grants, set_policy
     from ledger.store.engine import make_engine
     from ledger.store.migrate import upgrade_to_head

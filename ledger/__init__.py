@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from ledger.core.results import *  # noqa: F403
     from ledger.core.results import IngestSummary
     from ledger.core.why import WhyAnswer
-    from ledger.store.audit import ReplayResult, VerifyResult
+    from ledger.store.replay import ReplayResult
+    from ledger.store.verify import VerifyResult
 
     IngestResult = IngestSummary
 
@@ -57,7 +58,8 @@ _LAZY_MODULES = {
     "ledger.core.query": "SearchResult",
     "ledger.core.why": "WhyAnswer",
     "ledger.api": "Ledger open init",
-    "ledger.store.audit": "ReplayResult VerifyResult",
+    "ledger.store.replay": "ReplayResult",
+    "ledger.store.verify": "VerifyResult",
     # Proofs and checkpoints
     "ledger.core.checkpoint": "Checkpoint",
     "ledger.core.proofs": "CheckpointResult ConsistencyProof InclusionProof",

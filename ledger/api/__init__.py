@@ -47,7 +47,8 @@ if TYPE_CHECKING:
     from ledger.core.query import SearchResult
     from ledger.core.results import DocumentIngestSummary, IngestSummary, RetractResult
     from ledger.core.why import WhyAnswer
-    from ledger.store.audit import ReplayResult, VerifyResult
+    from ledger.store.replay import ReplayResult
+    from ledger.store.verify import VerifyResult
 
 # The store modules of the audit, build and ingest commands, the file readers, the
 # Merkle tree and the signing keys (cryptography) are imported by the methods that
@@ -473,13 +474,13 @@ class Ledger:
     ) -> WhyEvicted:
         """Every pack that considered REF (id, digest or 8+ hex prefix), newest first,
         and for an eviction the smallest change that would have admitted it."""
-        from ledger.store import audit
+        from ledger.store.why_evicted import why_evicted
 
         if hints not in HINTS:
             raise InputError(f"hints {hints!r}: use one of {', '.join(HINTS)}")
         with self._read() as conn:
             pack_no = self._pack_no(conn, pack) if pack is not None else None
-            return WhyEvicted(audit.why_evicted(conn, ref, pack_no, hints))
+            return WhyEvicted(why_evicted(conn, ref, pack_no, hints))
 
     # Search and why (issue 16) ------------------------------------------------
 
@@ -515,10 +516,10 @@ class Ledger:
 
     def diff(self, a: PackRef, b: PackRef) -> Diff:
         """What entered, left, changed version or reason between two packs, and why."""
-        from ledger.store import audit
+        from ledger.store.diff import diff
 
         with self._read() as conn:
-            return Diff(audit.diff(conn, self._pack_no(conn, a), self._pack_no(conn, b)))
+            return Diff(diff(conn, self._pack_no(conn, a), self._pack_no(conn, b)))
 
     def verify(
         self,
@@ -539,17 +540,18 @@ class Ledger:
         bad signature, is an IntegrityError.
         """
         from ledger.api.checkpoints import tree_checkpoint
+        from ledger.core.checkpoint import parse_seq_hash
         from ledger.signing import read_vkey
-        from ledger.store import audit
+        from ledger.store.verify import verify
 
         seq_hash = None
-        if isinstance(checkpoint, str) and audit.is_seq_hash(checkpoint):
+        if isinstance(checkpoint, str) and parse_seq_hash(checkpoint) is not None:
             seq_hash, checkpoint = checkpoint, None
         key = read_vkey(vkey) if vkey is not None else None
         tree_cp = tree_checkpoint(checkpoint, key)
         since_cp = tree_checkpoint(since, key)
         with self._read() as conn:
-            return audit.verify(conn, seq_hash, tree_checkpoint=tree_cp, since=since_cp)
+            return verify(conn, seq_hash, tree_checkpoint=tree_cp, since=since_cp)
 
     def head(self, at: int | None = None) -> HeadResult:
         """The newest entry (or entry `at`) as a checkpoint `SEQ:HASH` (keep it;
@@ -601,10 +603,10 @@ class Ledger:
 
     def replay(self, pack: PackRef) -> ReplayResult:
         """Rebuild a pack from the ledger as it stood then and compare every decision."""
-        from ledger.store import audit
+        from ledger.store.replay import replay
 
         with self._read() as conn:
-            return audit.replay(conn, self._pack_no(conn, pack))
+            return replay(conn, self._pack_no(conn, pack))
 
     # -- reports ------------------------------------------------------------
 
@@ -645,22 +647,3 @@ class Ledger:
         with self._read() as conn:
             page, ids = report.chunk_report(conn, ref, with_content=with_content)
         return ids, page
-
-
-# The workflow functions that lived here, importable from here until their
-# callers (cli/build_cmd.py, bench/) import them from their modules.
-_MOVED = {
-    "ingest_files": "ledger.api.ingest",
-    "ingest_documents": "ledger.api.ingest",
-    "read_batch_lines": "ledger.ingest.batch_file",
-    "build_transcript": "ledger.api.transcripts",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ledger.api' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)

@@ -28,12 +28,15 @@ from ledger.core.errors import InputError
 
 ED25519 = 0x01
 ORIGIN_PREFIX = "ledger/"
-SIG_DASH = "\u2014 "  # an em dash and a space, as the spec writes it
+SIG_DASH = "\u2014 "  # an em dash and a space, as signed-note writes it
 MAX_NOTE_BYTES = 1 << 20
 MAX_SIGNATURES = 100
 _B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _HEX8 = re.compile(r"[0-9a-f]{8}")
 _SIZE = re.compile(r"0|[1-9][0-9]{0,19}")
+# `SEQ:HASH` as `ledger head` prints it (docs/reference/proofs.md); white space
+# around it is allowed.
+_SEQ_HASH = re.compile(r"\s*(\d+):([0-9a-f]{64})\s*")
 
 
 def b64encode(data: bytes) -> str:
@@ -269,3 +272,21 @@ def parse_checkpoint(text: str) -> Checkpoint:
     if len(root) != 32:
         raise InputError("the checkpoint's root is not a 32-byte hash")
     return Checkpoint(origin, int(size_text), root, tuple(ext))
+
+
+# --------------------------------------------------------------------------
+# Entry checkpoints: SEQ:HASH
+# --------------------------------------------------------------------------
+
+
+def parse_seq_hash(text: str) -> tuple[int, str] | None:
+    """An entry checkpoint `SEQ:HASH` (as `ledger head` prints it) as (seq, entry
+    hash), or None when `text` is not of that form (then: a checkpoint file).
+
+    >>> parse_seq_hash("3:" + "ab" * 32)[0]
+    3
+    >>> parse_seq_hash("checkpoint.txt") is None
+    True
+    """
+    m = _SEQ_HASH.fullmatch(text)
+    return None if m is None else (int(m.group(1)), m.group(2))

@@ -209,9 +209,7 @@ def check_date(value: str, where: str = "as_of") -> str:
     """`value` if it is a real `YYYY-MM-DD` date, else an `InputError` naming the
     parameter `where`."""
     if not is_date(value):
-        raise InputError(
-            f"{where}: {value!r} must use YYYY-MM-DD and be a real date", param=where
-        )
+        raise InputError(f"{where}: {value!r} must use YYYY-MM-DD and be a real date", param=where)
     return value
 
 

@@ -14,7 +14,6 @@ from typing import Unpack
 from sqlalchemy import Engine
 
 from ledger.core.context import Context
-from ledger.core.digests import eviction_entries, eviction_head, safe_ints
 from ledger.core.errors import InputError
 from ledger.core.select import Candidate, RequiredOverBudgetError
 from ledger.core.select import select as run_selector
@@ -22,50 +21,20 @@ from ledger.store.access import check_budget
 from ledger.store.candidates import candidates_for, load_candidates
 from ledger.store.engine import write_transaction
 from ledger.store.inputs import (
-    DOCUMENTS,
-    INPUT_COLUMNS,
-    TRANSCRIPT_SCOPE,
     Asked,
     Inputs,
     check_counter,
     resolve_inputs,
-    retractions_at,
     transcript_inputs,
     with_retrieval,
 )
 from ledger.store.recording import (
     Trace,
-    context_digests,
-    input_digest,
-    input_digest_of,
-    manifest_digest,
     record_pack,
 )
-from ledger.store.token_cache import count_tokens
 from ledger.tokens import ESTIMATED
 
 __all__ = ["build_pack", "build_transcript_pack", "decide"]
-# Names verify and replay (ledger/store/audit.py) import from here, kept importable
-# until those imports are rewired to their homes: ledger.core.digests,
-# ledger.store.inputs, ledger.store.candidates and ledger.store.recording; and
-# `count_tokens`, which erase imports, from ledger.store.token_cache.
-__all__ += [
-    "DOCUMENTS",
-    "INPUT_COLUMNS",
-    "TRANSCRIPT_SCOPE",
-    "Inputs",
-    "candidates_for",
-    "context_digests",
-    "count_tokens",
-    "eviction_entries",
-    "eviction_head",
-    "input_digest",
-    "input_digest_of",
-    "load_candidates",
-    "manifest_digest",
-    "retractions_at",
-    "safe_ints",
-]
 
 
 def decide(inputs: Inputs, candidates: Iterable[Candidate]) -> Context:

@@ -1,4 +1,4 @@
-"""`ledger erase`: remove bodies, keep the audit (SPEC "Erasure").
+"""`ledger erase`: remove bodies, keep the audit (docs/reference/retention.md).
 
 One write transaction per command: the `erase` entry, one `erasures` row per
 erased version, the body set to NULL, its full-text entry removed (the title,
@@ -17,10 +17,12 @@ the recorded count instead of a recount.
 from __future__ import annotations
 
 import datetime
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine, inspect, select, update
+from sqlalchemy.exc import DBAPIError
 
 from ledger.core.erasure import (
     VersionSpan,
@@ -30,46 +32,20 @@ from ledger.core.erasure import (
     metadata_digest,
 )
 from ledger.core.errors import InputError, IntegrityError, RefusedError
-from ledger.core.reasons import check_date
+from ledger.core.reasons import is_date
+from ledger.store import fulltext
+from ledger.store.access import policy_at
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import insert_tuples, write_transaction
+from ledger.store.ingest import record_from_row
+from ledger.store.readers import IN_LIST, erased_info, resolve_ref
 from ledger.store.schema import erasures, retractions, versions
+from ledger.store.token_cache import count_tokens
+from ledger.store.verify_rows import bad_rows
+from ledger.tokens import counter_id
 
-_IN = 500  # ids per IN (...) list
+_NOTHING = "nothing to erase: give refs, ended_before or retention"
 COUNTERS = ("utf8-bytes", "cl100k_base", "o200k_base")  # besides estimated_tokens
-
-
-def erased_info(conn: Connection, vids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """`{"entry", "reason"}` of the erased versions among `vids` (what `show`,
-    `export --with-content`, reports and `why` print instead of a body)."""
-    out: dict[int, dict[str, Any]] = {}
-    unique = sorted(set(vids))
-    for start in range(0, len(unique), _IN):
-        part = unique[start : start + _IN]
-        q = select(erasures.c.vid, erasures.c.entry_seq, erasures.c.reason).where(
-            erasures.c.vid.in_(part)
-        )
-        rows: Any = conn.execute(q)
-        for vid, seq, reason in rows:
-            out[int(vid)] = {"entry": int(seq), "reason": reason}
-    return out
-
-
-def erased_by_digest(conn: Connection, record_digests: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """As `erased_info`, keyed by record digest."""
-    out: dict[str, dict[str, Any]] = {}
-    unique = sorted(set(record_digests))
-    for start in range(0, len(unique), _IN):
-        part = unique[start : start + _IN]
-        q = (
-            select(versions.c.record_digest, erasures.c.entry_seq, erasures.c.reason)
-            .select_from(erasures.join(versions, versions.c.vid == erasures.c.vid))
-            .where(versions.c.record_digest.in_(part))
-        )
-        rows: Any = conn.execute(q)
-        for rd, seq, reason in rows:
-            out[str(rd)] = {"entry": int(seq), "reason": reason}
-    return out
 
 
 def erase_entries(conn: Connection) -> dict[int, tuple[list[tuple[str, str]], set[str]]]:
@@ -112,10 +88,7 @@ def _ended(conn: Connection, date: str) -> list[int]:
 def _targets(
     conn: Connection, refs: Sequence[str], ended_before: str | None, retention: bool, today: str
 ) -> tuple[list[int], str | None]:
-    """The versions an erase names, and the --ended-before date it used."""
-    from ledger.store.access import policy_at
-    from ledger.store.audit import resolve_ref
-
+    """The versions an erase names, and the `ended_before` date it used."""
     if refs:
         vids: set[int] = set()
         for ref in refs:
@@ -125,22 +98,22 @@ def _targets(
         policy = policy_at(conn)
         if policy is None or policy.retain_bodies is None:
             raise RefusedError(
-                "the policy has no retention; set one with `ledger policy set --retain-bodies "
-                "DAYS`, or name the date with --ended-before DATE"
+                "retention: the policy has no retention; set one (`retain_bodies`, in days), "
+                "or name the date with `ended_before`",
+                param="retention",
             )
         day = datetime.date.fromisoformat(today) - datetime.timedelta(days=policy.retain_bodies)
         ended_before = day.isoformat()
-    assert ended_before is not None
+    if ended_before is None:  # `erase` lets no call through without one of the three
+        raise InputError(_NOTHING)
     return _ended(conn, ended_before), ended_before
 
 
 def _check_bodies(conn: Connection, vids: list[int]) -> None:
     """Refuse to erase a body that does not match its digests: erasing it would
     hide the tampering that verify would otherwise report."""
-    from ledger.store.audit import _bad_rows
-
-    for start in range(0, len(vids), _IN):
-        bad = next(_bad_rows(conn, versions.c.vid.in_(vids[start : start + _IN])), None)
+    for start in range(0, len(vids), IN_LIST):
+        bad = next(bad_rows(conn, versions.c.vid.in_(vids[start : start + IN_LIST])), None)
         if bad is not None:
             raise IntegrityError(
                 f"{bad}; nothing erased: the database was altered, run `ledger verify`"
@@ -148,9 +121,6 @@ def _check_bodies(conn: Connection, vids: list[int]) -> None:
 
 
 def _cache_counts(conn: Connection, vids: list[int]) -> None:
-    from ledger.store.build import count_tokens
-    from ledger.tokens import counter_id
-
     for name in COUNTERS:
         count_tokens(conn, vids, counter_id(name))
 
@@ -171,16 +141,17 @@ def erase(
     given = sum((bool(refs), ended_before is not None, retention))
     if given != 1:
         raise InputError(
-            "name what to erase one way: REF..., --ended-before DATE or --retention"
-            if given
-            else "nothing to erase: give REF..., --ended-before DATE or --retention"
+            "name what to erase one way: refs, ended_before or retention" if given else _NOTHING
         )
     try:
         why = check_reason(reason)
     except ValueError as exc:
-        raise InputError(str(exc)) from None
-    if ended_before is not None:
-        ended_before = check_date(ended_before, "--ended-before")
+        raise InputError(str(exc), param="reason") from None
+    if ended_before is not None and not is_date(ended_before):
+        raise InputError(
+            f"ended_before: {ended_before!r} must use YYYY-MM-DD and be a real date",
+            param="ended_before",
+        )
     day = today or datetime.date.today().isoformat()
     sqlite = engine.dialect.name == "sqlite"
     with write_transaction(engine) as conn:
@@ -212,9 +183,9 @@ def erase(
 def _listing(conn: Connection, vids: list[int]) -> dict[int, dict[str, Any]]:
     c = versions.c
     out: dict[int, dict[str, Any]] = {}
-    for start in range(0, len(vids), _IN):
+    for start in range(0, len(vids), IN_LIST):
         q = select(c.vid, c.chunk_id, c.source_version, c.record_digest, c.content_digest).where(
-            c.vid.in_(vids[start : start + _IN])
+            c.vid.in_(vids[start : start + IN_LIST])
         )
         rows: Any = conn.execute(q)
         for vid, cid, sv, rd, cd in rows:
@@ -228,14 +199,12 @@ def _listing(conn: Connection, vids: list[int]) -> dict[int, dict[str, Any]]:
 
 
 def _erase(conn: Connection, vids: list[int], reason: str) -> int:
-    from ledger.store import fulltext
-    from ledger.store.ingest import record_from_row
-
     _check_bodies(conn, vids)
     _cache_counts(conn, vids)
     rows: list[Any] = []
-    for start in range(0, len(vids), _IN):
-        rows += conn.execute(select(versions).where(versions.c.vid.in_(vids[start : start + _IN])))
+    for start in range(0, len(vids), IN_LIST):
+        part = vids[start : start + IN_LIST]
+        rows += conn.execute(select(versions).where(versions.c.vid.in_(part)))
     items: list[tuple[int, str, str]] = []
     for r in rows:
         rec = record_from_row(r).to_json()
@@ -257,10 +226,10 @@ def _erase(conn: Connection, vids: list[int], reason: str) -> int:
             conn.exec_driver_sql(
                 f"INSERT INTO {fulltext.TABLE} ({fulltext.TABLE}) VALUES ('optimize')"
             )
-    for start in range(0, len(vids), _IN):
+    for start in range(0, len(vids), IN_LIST):
         conn.execute(
             update(versions)
-            .where(versions.c.vid.in_(vids[start : start + _IN]))
+            .where(versions.c.vid.in_(vids[start : start + IN_LIST]))
             .values(content=None)
         )
     seal_entry(conn, seq, erase_payload([(rd, md) for _vid, rd, md in items], reason))
@@ -268,11 +237,7 @@ def _erase(conn: Connection, vids: list[int], reason: str) -> int:
 
 
 def _has_index(conn: Connection) -> bool:
-    from sqlalchemy import inspect
-
-    from ledger.store.fulltext import TABLE
-
-    return inspect(conn).has_table(TABLE)
+    return inspect(conn).has_table(fulltext.TABLE)
 
 
 def _scrub(engine: Engine) -> dict[str, Any]:
@@ -280,10 +245,6 @@ def _scrub(engine: Engine) -> dict[str, Any]:
     the WAL; PostgreSQL vacuums the tables that held the bodies. Says whether it
     could do all of it (a reader holding an old snapshot delays the checkpoint); a
     failure here is no failure of the erase, which is committed: it is reported."""
-    import sqlite3
-
-    from sqlalchemy.exc import DBAPIError
-
     if engine.dialect.name == "sqlite":
         method = "sqlite wal_checkpoint(TRUNCATE)"
         # On the driver's connection, outside any transaction: a transaction of
@@ -311,4 +272,4 @@ def _scrub(engine: Engine) -> dict[str, Any]:
     return {"method": method, "complete": True}
 
 
-__all__ = ["erase", "erase_entries", "erased_by_digest", "erased_info"]
+__all__ = ["erase", "erase_entries"]

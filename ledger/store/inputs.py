@@ -16,7 +16,7 @@ from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import Connection, select
 
-from ledger.core.errors import InputError
+from ledger.core.errors import InputError, IntegrityError
 from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import check_date
 from ledger.core.select import DEFAULT_ORDER, SELECTOR_VERSION, Order, Request
@@ -29,6 +29,7 @@ from ledger.core.transcript import (
 from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
 from ledger.store.chain import read_head
 from ledger.store.fulltext import DEFAULT_TOP, retrieve_data, retrieve_file, retrieve_query
+from ledger.store.packs import retrieval_of, snapshot_of
 from ledger.store.schema import retractions
 from ledger.tokens import COUNTERS, ESTIMATED, counter_id
 
@@ -98,7 +99,7 @@ class Inputs:
 
 
 # The Inputs fields a pack row holds as they are, each under its column's name:
-# `record_pack` writes them and `audit.inputs_of` reads them back.
+# `record_pack` writes them and `inputs_of` (below) reads them back.
 INPUT_COLUMNS = {
     "as_of": "as_of",
     "subject": "subject",
@@ -265,3 +266,36 @@ def candidates_source(
         json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
         for item in items
     )
+
+
+def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
+    """A recorded pack's inputs, from its snapshots (IntegrityError if unreadable);
+    with `conn`, also the retractions at its ledger mark (gate 5)."""
+    pol = snapshot_of(head.policy, "policy", head.pack_no)
+    grants_list = snapshot_of(head.grants, "grants", head.pack_no)
+    try:
+        if not isinstance(pol, dict) or not isinstance(grants_list, list):
+            raise TypeError
+        policy = Policy(tuple(pol["allowed_trust"]), pol["budget"])
+        grants_tuple = tuple(grants_list)
+    except (KeyError, TypeError):
+        raise IntegrityError(
+            f"pack {head.pack_no}: its recorded grants or policy do not have the recorded shape; "
+            "the database was altered: run `ledger verify`"
+        ) from None
+    return Inputs(
+        **{name: getattr(head, column) for name, column in INPUT_COLUMNS.items()},
+        grants=grants_tuple,
+        policy=policy,
+        retrieval=retrieval_of(head),
+        retractions=(
+            retractions_at(conn, head.ledger_mark)
+            if conn is not None and head.scope == DOCUMENTS
+            else {}
+        ),
+    )
+
+
+def trace_ids(head: Any) -> tuple[str, str | None] | None:
+    """A recorded pack's (trace_id, span_id), as its entry payload covers them."""
+    return None if head.trace_id is None else (head.trace_id, head.span_id)

@@ -1,8 +1,10 @@
-"""Reading recorded packs: resolve a PACK reference, the SPEC JSON, exports.
+"""Reading recorded packs: resolve a PACK reference, a pack's row and decisions,
+its JSON (docs/reference/json.md), exports.
 
 A decision row stores only what its version cannot tell (status, tokens,
 position, the budget's `remaining`, the superseding or kept version); `detail_of`
-rebuilds SPEC's detail object from it, for show, why-evicted and verify alike.
+rebuilds the detail object from it (docs/reference/gates.md), for show,
+why-evicted and verify alike.
 """
 
 from __future__ import annotations
@@ -11,27 +13,24 @@ import json
 import re
 from collections import namedtuple
 from collections.abc import Iterable
-from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import is_not, itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Integer, func, select
 
 from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
 from ledger.core.numbers import ascii_int, backend_max
+from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import (
+    ADMITTED,
     REASON_CODES,
     REASON_NAMES,
-    REF,
-    REF_ROW_FIELDS,
     RETRACTED,
     SECTIONS,
-    TABLE,
     detail_of_row,
 )
 from ledger.core.records import printable
-from ledger.store.engine import fetch_tuples, row_type
+from ledger.store.engine import fetch_tuples
+from ledger.store.readers import erased_by_digest
 from ledger.store.schema import decisions, packs, retractions, versions
 
 _HEX = re.compile(r"[0-9a-f]+")
@@ -104,7 +103,7 @@ def reason_of(status: int, pack_no: int) -> str | None:
 
     A status outside 0-8 only comes from a changed database: one line, exit 4,
     rather than a traceback from a reader."""
-    if status == 0:
+    if status == ADMITTED:
         return None
     reason = REASON_NAMES.get(status)
     if reason is None:
@@ -126,18 +125,18 @@ def snapshot_of(text: str, what: str, pack_no: int) -> Any:
         ) from None
 
 
-# The fields of a decision row (and its versions) each reason's detail is made of.
-DETAIL_FIELDS: dict[str, tuple[str, ...]] = {
-    r.name: tuple(
-        f for _key, field in r.detail for f in (REF_ROW_FIELDS if field == REF else (field,))
-    )
-    for r in TABLE
-    if r.status is not None
-}
-
-
-# The version columns a reason's detail reads (the others are the decision's).
-_VERSION_DETAIL = ("required_permission", "trust", "effective_from", "expires_on")
+def retrieval_of(head: Any) -> RetrievalRecord | None:
+    """A recorded pack's retrieval record (None: a plain build), or IntegrityError."""
+    text = getattr(head, "retrieval", None)
+    if text is None:
+        return None
+    try:
+        return RetrievalRecord.from_json(snapshot_of(text, "retrieval", head.pack_no))
+    except InputError:
+        raise IntegrityError(
+            f"pack {head.pack_no}: its recorded retrieval does not have the recorded shape; "
+            "the database was altered: run `ledger verify`"
+        ) from None
 
 
 def detail_of(reason: str, row: Any) -> dict[str, Any]:
@@ -251,198 +250,6 @@ def _typed_decisions(rows: list[tuple[Any, ...]]) -> bool:
     )
 
 
-# What verify reads of the packs' decisions. A large ledger holds millions of
-# decisions over a few versions each: the versions are read once (the fields a
-# pack's digests and details are made of), each pack's decision rows alone (the
-# driver's tuples, beside their versions'). Where a row is needed (an admission,
-# an eviction entry not in the previous pack) it is its decision's fields followed
-# by its version's, laid out as `VerifyRow` (the last four only in the rows whose
-# detail reads them).
-_DECISION_FIELDS = ("vid", "status", "tokens", "position", "remaining", "ref_vid")
-_VERSION_FIELDS = (
-    "record_digest",
-    "estimated_tokens",
-    *_VERSION_DETAIL,
-    "chunk_id",
-    "source_version",
-)
-_EXTRA_FIELDS = ("retracted_from", "ref_id", "ref_version", "ref_digest")
-# The columns of a version the reader takes (its priority only for the type check).
-VERSION_COLUMNS = ("vid", *_VERSION_FIELDS, "priority")
-# Built once per distinct detail.
-VerifyRow = row_type("VerifyRow", [*_DECISION_FIELDS, *_VERSION_FIELDS, *_EXTRA_FIELDS])
-_SHORT = len(_DECISION_FIELDS) + len(_VERSION_FIELDS)
-_ID = VerifyRow._fields.index("chunk_id")  # then source_version
-# The fields of a short row that decide each reason's detail (equal fields, equal
-# details): the detail's own, or those it is read by (a retraction's date by its
-# retract entry and chunk; the version referred to by its vid).
-_DETAIL_KEYS = {
-    **DETAIL_FIELDS,
-    "retracted": ("remaining", "chunk_id"),
-    "superseded": ("ref_vid",),
-    "duplicate": ("ref_vid",),
-}
-# Per status: its reason, the getter of the fields that decide its detail,
-# whether the detail reads the last four fields and whether those fields are
-# not all the decision's own (its getter then needs its version's fields too).
-VERIFY_DETAIL: dict[int, tuple[str, Any, bool, bool]] = {
-    REASON_CODES[reason]: (
-        reason,
-        itemgetter(*(VerifyRow._fields.index(f) for f in _DETAIL_KEYS[reason])),
-        any(f in _EXTRA_FIELDS for f in fields),
-        not set(_DETAIL_KEYS[reason]) <= set(_DECISION_FIELDS),
-    )
-    for reason, fields in DETAIL_FIELDS.items()
-}
-
-
-_first = itemgetter(0)
-_INT: set[type] = {int}
-_INT_OR_NONE: set[type] = {int, type(None)}
-# A decision's integers as the ledger writes them (SQLite keeps any type in any
-# column; its storage class is the Python type the driver returns): status and
-# tokens, then position and remaining.
-_TYPED = [(itemgetter(i), _INT if i < 3 else _INT_OR_NONE) for i in range(1, 5)]
-
-
-@dataclass(slots=True)
-class PackVersions:
-    """The versions a pack's decisions name (in vid order), as the previous pack's
-    when they are the same: `vids` as read, `kept` (None: all) the decisions whose
-    version exists, `named` their versions' fields, `order` the decisions by
-    record digest, `candidates` the JSON text of the sorted digests."""
-
-    vids: list[Any]
-    kept: list[bool] | None
-    named: list[tuple[Any, ...]]
-    order: list[int]
-    candidates: str | None = None
-
-
-class VerifyReader:
-    """The decisions of packs and the versions they name, read for verify.
-
-    `after`: only the packs recorded after that entry are read (`verify --since`),
-    and only the versions their decisions name. `read`: every version's
-    `VERSION_COLUMNS` (the driver's values), when verify's check of the versions
-    has read them all already (else they are read here)."""
-
-    def __init__(
-        self, conn: Connection, after: int, read: list[tuple[Any, ...]] | None = None
-    ) -> None:
-        self.conn = conn
-        self.sqlite = conn.dialect.name == "sqlite"
-        if read is None:
-            v = versions.c
-            query = select(*(v[name] for name in VERSION_COLUMNS))
-            if after:
-                named = select(decisions.c.vid).join(packs, packs.c.pack_no == decisions.c.pack_no)
-                query = query.where(v.vid.in_(named.where(packs.c.entry_seq > after)))
-            read = fetch_tuples(conn, query)
-        self.versions: dict[int, tuple[Any, ...]] = {}
-        # SQLite keeps any type in any column: a decision naming a version whose
-        # integers are not, or whose record digest is not text, is reported as
-        # the pack's, as `decision_rows` does.
-        self.untyped: set[int] = set()
-        common: dict[Any, Any] = {}  # equal dates, labels and permissions as one object
-        one = common.setdefault
-        # The four `_VERSION_DETAIL` fields by name: a starred target and a list
-        # per version made this loop 2.5 times as slow.
-        for vid, digest, estimated, permission, trust, since, until, cid, sv, priority in read:
-            self.versions[vid] = (
-                digest,
-                estimated,
-                one(permission, permission),
-                one(trust, trust),
-                one(since, since),
-                one(until, until),
-                cid,
-                sv,
-            )
-            if type(estimated) is not int or type(priority) is not int or type(digest) is not str:
-                self.untyped.add(vid)
-        # The previous pack's vids, decisions and eviction entries (kept by verify's check).
-        self.entries: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
-        # The previous pack's versions: the next pack mostly names the same.
-        self.last = PackVersions([], None, [], [])
-        # Per status: its `VERIFY_DETAIL` and the eviction heads made so far, by the
-        # fields that decide them. Equal fields, one head written once, in any pack
-        # (a budget eviction's amounts recur from pack to pack, under new budgets).
-        self.heads: dict[int, tuple[str, Any, bool, bool, dict[Any, str]]] = {
-            status: (*known, {}) for status, known in VERIFY_DETAIL.items()
-        }
-        t = retractions.c
-        self.retracted: dict[tuple[Any, Any], Any] = {
-            (seq, cid): day
-            for seq, cid, day in fetch_tuples(conn, select(t.entry_seq, t.chunk_id, t.from_date))
-        }
-
-    def decisions(self, pack_no: int) -> tuple[list[tuple[Any, ...]], PackVersions]:
-        """A pack's decisions whose version exists (as an inner join), by vid, and
-        their versions; IntegrityError if a field has the wrong type. A decision
-        and its version's fields make a row laid out as `VerifyRow`."""
-        d = decisions.c
-        query = select(*(d[name] for name in _DECISION_FIELDS)).where(d.pack_no == pack_no)
-        found = fetch_tuples(self.conn, query.order_by(d.vid))
-        vids = list(map(_first, found))
-        last = self.last
-        if vids != last.vids:
-            # Joined in C: a pack holds up to 100,000s of decisions.
-            named: list[Any] = list(map(self.versions.get, vids))
-            kept = None
-            if None in named:  # a decision naming no version: as an inner join, left out
-                kept = list(map(is_not, named, repeat(None)))
-                named = list(compress(named, kept))
-            digests = list(map(_first, named))
-            try:  # by record digest: the order of the candidates and the evictions
-                order = sorted(range(len(digests)), key=digests.__getitem__)
-            except TypeError:  # a digest of another type (SQLite): the digests tell
-                order = list(range(len(digests)))
-            last = self.last = PackVersions(vids, kept, named, order)
-        if last.kept is not None:
-            found = list(compress(found, last.kept))
-        if self.sqlite and (
-            not all(set(map(type, map(field, found))) <= kinds for field, kinds in _TYPED)
-            or (self.untyped and not self.untyped.isdisjoint(map(_first, found)))
-        ):
-            raise IntegrityError(
-                f"pack {pack_no}: a decision has a field of the wrong type; "
-                "the database was altered: run `ledger verify`"
-            )
-        return found, last
-
-    def extended(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
-        """A row with its last four fields: the retraction's date (a retracted
-        row), the id, version and record digest of the version it refers to."""
-        if len(row) > _SHORT:
-            return row
-        retracted = None
-        if row[1] == REASON_CODES[RETRACTED]:  # `remaining` holds the retract entry
-            retracted = self.retracted.get((row[4], row[_ID]))
-        ref: tuple[Any, ...] = (None, None, None)
-        if row[5] is not None:
-            named = self.versions.get(row[5])
-            if named is None:  # not among the checked packs' versions
-                c = versions.c
-                hit = self.conn.execute(
-                    select(c.chunk_id, c.source_version, c.record_digest).where(c.vid == row[5])
-                ).first()
-                ref = tuple(hit) if hit is not None else ref
-            else:
-                ref = (named[6], named[7], named[0])
-        return (*row, retracted, *ref)
-
-    @staticmethod
-    def named(row: tuple[Any, ...]) -> Any:
-        """A row as a `VerifyRow` (its last four fields read by `extended`)."""
-        return VerifyRow._make(row if len(row) > _SHORT else (*row, None, None, None, None))
-
-    @staticmethod
-    def name(row: tuple[Any, ...]) -> str:
-        """`id@version` of a row's version, to name it in a problem."""
-        return f"{row[_ID]}@{row[_ID + 1]}"
-
-
 # What a pack row always holds: the table's NOT NULL columns, integers or text
 # by their SQL type (a changed SQLite file can store any value in any column).
 _PACK_TYPES = tuple(
@@ -484,12 +291,10 @@ def trace_of(head: Any) -> dict[str, Any] | None:
 
 
 def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
-    """SPEC's `show PACK --json` shape, plus the pack's snapshots and ledger mark.
-    An admitted or evicted version whose body was erased also has `"erased":
-    {"entry", "reason"}`."""
+    """`show PACK --json`'s shape (docs/reference/json.md), plus the pack's
+    snapshots and ledger mark. An admitted or evicted version whose body was
+    erased also has `"erased": {"entry", "reason"}`."""
     data = _pack_json(conn, pack_no)
-    from ledger.store.erase import erased_by_digest
-
     items = data["admitted"] + data["evicted"]
     erased = erased_by_digest(conn, [i["record_digest"] for i in items])
     for item in items:
@@ -499,14 +304,12 @@ def pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
 
 
 def _pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
-    from ledger.store.audit import retrieval_of
-
     head = pack_header(conn, pack_no)
     retrieval = retrieval_of(head)
     rows = decision_rows(conn, pack_no)
-    admitted = sorted((r for r in rows if r.status == 0), key=lambda r: r.position)
+    admitted = sorted((r for r in rows if r.status == ADMITTED), key=lambda r: r.position)
     evicted = sorted(
-        (r for r in rows if r.status != 0), key=lambda r: (r.chunk_id, r.source_version)
+        (r for r in rows if r.status != ADMITTED), key=lambda r: (r.chunk_id, r.source_version)
     )
     return {
         "pack": head.pack_no,
@@ -540,25 +343,27 @@ def _pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
             }
             for r in admitted
         ],
-        "evicted": [
-            {
-                "id": r.chunk_id,
-                "source_version": r.source_version,
-                "reason": reason,
-                "detail": detail_of(reason, r),
-                "tokens": r.tokens,
-                "record_digest": r.record_digest,
-                "content_digest": r.content_digest,
-                **location_json(r),
-            }
-            for r in evicted
-            for reason in (reason_of(r.status, pack_no) or "",)
-        ],
+        "evicted": [_evicted_json(r, pack_no) for r in evicted],
+    }
+
+
+def _evicted_json(row: Any, pack_no: int) -> dict[str, Any]:
+    """An evicted item of `show PACK --json`."""
+    reason = reason_of(row.status, pack_no) or ""
+    return {
+        "id": row.chunk_id,
+        "source_version": row.source_version,
+        "reason": reason,
+        "detail": detail_of(reason, row),
+        "tokens": row.tokens,
+        "record_digest": row.record_digest,
+        "content_digest": row.content_digest,
+        **location_json(row),
     }
 
 
 def list_packs(conn: Connection, trace_id: str | None = None) -> list[dict[str, Any]]:
-    """SPEC's `packs --json` items, oldest first; with `trace_id` only the packs
+    """`packs --json`'s items (docs/reference/json.md), oldest first; with `trace_id` only the packs
     built in that OpenTelemetry trace."""
     query = select(packs).order_by(packs.c.pack_no)
     if trace_id is not None:
@@ -593,7 +398,7 @@ EXPORT_PROVENANCE = (
 def export_manifest(conn: Connection, pack_no: int, with_content: bool) -> dict[str, Any]:
     """The pack with full provenance of every admitted chunk (bodies on request)."""
     data = pack_json(conn, pack_no)
-    rows = {r.record_digest: r for r in decision_rows(conn, pack_no) if r.status == 0}
+    rows = {r.record_digest: r for r in decision_rows(conn, pack_no) if r.status == ADMITTED}
     contents: dict[str, str] = {}
     if with_content:
         contents = {

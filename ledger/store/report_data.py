@@ -15,11 +15,13 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from ledger.store.audit import diff, hint_for, resolve_ref, why_evicted
 from ledger.store.chain import read_head
+from ledger.store.diff import diff
 from ledger.store.packs import decision_rows, list_packs, pack_header, pack_json
+from ledger.store.readers import resolve_ref
 from ledger.store.schema import versions
 from ledger.store.versions import list_versions
+from ledger.store.why_evicted import hint_for, why_evicted
 
 _IN_CHUNK = 500  # digests per IN (...) list: well under every backend's parameter limit
 
@@ -44,7 +46,7 @@ def bodies_by_digest(conn: Connection, record_digests: Sequence[str]) -> dict[st
 def compute_hints(
     conn: Connection, head: Any, digests: Sequence[str], max_hints: int, seconds: float | None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """Hints (`ledger.store.audit.hint_for`) for the first `max_hints` of `digests`, in order.
+    """Hints (`ledger.store.why_evicted.hint_for`) for the first `max_hints` of `digests`, in order.
 
     With a time limit (`seconds`; None or 0: none) the first hint is always
     computed, and the clock is read before each further one: no hint starts

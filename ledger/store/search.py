@@ -104,7 +104,7 @@ def search(
         from ledger.core.reasons import check_date
 
         check_date(as_of)
-    from ledger.store.erase import erased_info
+    from ledger.store.readers import erased_info
 
     hits = search_versions(conn, q, limit=limit, as_of=as_of)
     rows = _version_rows(conn, [h.vid for h in hits])
@@ -170,8 +170,9 @@ def why(
     """`ledger why TEXT --json` (docs/reference/json.md): the matching versions'
     fate in one pack (default: the subject's newest), the verdict and the sentence."""
     from ledger.store.access import check_subject
-    from ledger.store.audit import hint_for, inputs_of
+    from ledger.store.inputs import inputs_of
     from ledger.store.packs import decision_rows, detail_of, reason_of
+    from ledger.store.why_evicted import hint_for
 
     q = parse_query(text)
     check_limit(limit)
@@ -205,7 +206,7 @@ def why(
             h.vid: h.score
             for h in search_versions(conn, pack_query, limit=len(missing), vids=missing)
         }
-    from ledger.store.erase import erased_info
+    from ledger.store.readers import erased_info
 
     erased = erased_info(conn, [h.vid for h in hits])
     found = []
@@ -254,7 +255,7 @@ def why(
 
 
 def _view(head: Any) -> PackView:
-    from ledger.store.audit import retrieval_of
+    from ledger.store.packs import retrieval_of
 
     record = retrieval_of(head)
     retrieval = None

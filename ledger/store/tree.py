@@ -68,12 +68,16 @@ def tree_size(conn: Connection) -> int:
     return int(conn.execute(select(func.coalesce(func.max(entries.c.seq), 0))).scalar_one())
 
 
-def _size(conn: Connection, size: int | None, what: str = "--size") -> tuple[int, int]:
+def _size(conn: Connection, size: int | None, param: str = "size") -> tuple[int, int]:
+    """(`size`, or the tree size when None; the tree size), the first checked to be
+    a tree size of the ledger (InputError naming the API parameter `param`)."""
     now = tree_size(conn)
     if size is None:
         return now, now
     if size < 0 or size > now:
-        raise InputError(f"{what} {size}: the ledger has {now} entries; give 0 to {now}")
+        raise InputError(
+            f"{param}: {size}: the ledger has {now} entries; give 0 to {now}", param=param
+        )
     return size, now
 
 
@@ -106,8 +110,9 @@ def prove_pack(conn: Connection, pack_no: int, size: int | None = None) -> Inclu
     n, _ = _size(conn, size)
     if head.entry_seq > n:
         raise InputError(
-            f"--size {n}: pack {pack_no} is entry {head.entry_seq}, after that tree; "
-            f"give a size of at least {head.entry_seq}"
+            f"size: {n}: pack {pack_no} is entry {head.entry_seq}, after that tree; "
+            f"give a size of at least {head.entry_seq}",
+            param="size",
         )
     proof = prove_entry(conn, head.entry_seq, n)
     payload: dict[str, Any] = {
@@ -148,11 +153,12 @@ def prove_entry(conn: Connection, seq: int, size: int) -> InclusionProof:
 
 def prove_consistency(conn: Connection, old: int, new: int | None = None) -> ConsistencyProof:
     """The consistency proof from the tree of `old` entries to that of `new` (default: now)."""
-    n, now = _size(conn, new, "NEW")
+    n, now = _size(conn, new, "new")
     if old < 1 or old > n:
         raise InputError(
-            f"OLD {old}: a consistency proof runs from a tree of at least 1 entry to NEW ({n}); "
-            f"give OLD from 1 to {n}"
+            f"old: {old}: a consistency proof runs from a tree of at least 1 entry to new ({n}); "
+            f"give old from 1 to {n}",
+            param="old",
         )
     ranges = merkle.consistency_ranges(old, n)
     nodes = fetch_nodes(conn, merkle.proof_nodes([*ranges, (0, old), (0, n)]))

@@ -149,8 +149,8 @@ def state(url: str) -> State:
 
 def verify_ok(url: str) -> int:
     """Verify in-process (the code `ledger verify` runs); return the entry count."""
-    from ledger.store.audit import verify
     from ledger.store.engine import open_engine, read_transaction
+    from ledger.store.verify import verify
 
     engine = open_engine(url)
     try:

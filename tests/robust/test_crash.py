@@ -269,8 +269,8 @@ def build_trials(
         assert entries == before_entries + added
         outcomes.append(outcome.killed)
     # The newest pack (the calibration runs recorded some) replays exactly.
-    from ledger.store.audit import replay
     from ledger.store.engine import open_engine, read_transaction
+    from ledger.store.replay import replay
 
     engine = open_engine(url)
     try:

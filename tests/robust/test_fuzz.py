@@ -427,8 +427,8 @@ def test_ingest_path(fuzz_ledger: tuple[Any, Path], fmt: str, data: bytes) -> No
 
 def test_fuzzed_ledger_still_verifies(fuzz_ledger: tuple[Any, Path]) -> None:
     """After every example above (module order), the whole chain verifies."""
-    from ledger.store.audit import verify
     from ledger.store.engine import read_transaction
+    from ledger.store.verify import verify
 
     engine, _ = fuzz_ledger
     with read_transaction(engine) as conn:

@@ -338,8 +338,8 @@ def _tamper(db: Path, table: str, column: str) -> None:
 
 
 def _verify_in_process(db: Path) -> bool:
-    from ledger.store.audit import verify
     from ledger.store.engine import make_engine, read_transaction
+    from ledger.store.verify import verify
 
     engine = make_engine("sqlite:///" + str(db))
     try:

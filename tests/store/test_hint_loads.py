@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy import select
 
 import ledger
-from ledger.store.audit import hint_for
 from ledger.store.engine import make_engine, read_transaction
 from ledger.store.schema import decisions, packs, versions
+from ledger.store.why_evicted import hint_for
 from tests.conftest import chunk
 
 
