@@ -101,3 +101,40 @@ def test_the_python_api_block_runs_as_written(fresh_folder: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("1 162 ['policy', 'task-state'")
     assert "True True" in lines
+
+
+# The reference pages in docs/ (tests/e2e/test_reference_docs.py checks them in
+# detail): the index reaches every page, and no page names a command that the
+# command line does not have.
+
+DOCS = ROOT / "docs"
+
+
+def test_the_docs_index_links_every_page() -> None:
+    index = (DOCS / "index.md").read_text("utf-8")
+    linked = {(DOCS / target).resolve() for target in re.findall(r"\]\(([^)#\s]+)", index)}
+    pages = {p.resolve() for p in DOCS.rglob("*.md") if p.name != "index.md"}
+    pages -= {(DOCS / "fastapi-acceptance.md").resolve()}  # a test report, not a page
+    assert pages <= linked, sorted(str(p.relative_to(ROOT)) for p in pages - linked)
+
+
+def named_commands(markdown: str) -> set[str]:
+    """The command of every `ledger ...` in a code span or a shell line."""
+    spans = re.findall(r"`(ledger [^`]*)`", markdown)
+    blocks = "\n".join(re.findall(r"^```(?:sh|console)?\n(.*?)^```", markdown, re.S | re.M))
+    lines = re.findall(r"^(?:\$ )?(ledger [^\n]*)", blocks, re.M)
+    named = set()
+    for use in spans + lines:
+        words = [w for w in use.split()[1:] if not w.startswith("-")]
+        if words and re.fullmatch(r"[a-z][a-z-]*", words[0]):
+            named.add(words[0])
+    return named
+
+
+@pytest.mark.parametrize("page", sorted(DOCS.rglob("*.md")), ids=lambda p: p.name)
+def test_the_docs_name_only_commands_that_exist(page: Path) -> None:
+    markdown = page.read_text("utf-8")
+    # `--db PATH ledger ...` forms: drop a global option's value before the command.
+    markdown = re.sub(r"ledger --db \S+", "ledger", markdown)
+    unknown = named_commands(markdown) - set(commands())
+    assert not unknown, f"{page.name} names commands ledger lacks: {sorted(unknown)}"
