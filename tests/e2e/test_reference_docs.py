@@ -293,3 +293,30 @@ def test_every_relative_link_resolves(page: Path) -> None:
 def test_every_page_has_one_title(page: Path) -> None:
     titles = [h for level, h in headings(text(page)) if level == 1]
     assert len(titles) == 1, f"{page.relative_to(ROOT)}: {len(titles)} H1 headings"
+
+
+def example_lines() -> list[str]:
+    """Every `ledger ...` line of the shell blocks in the reference pages."""
+    found = []
+    for page in sorted(REFERENCE.glob("*.md")):
+        for block in re.findall(r"^```sh\n(.*?)^```", text(page), re.S | re.M):
+            found += [line for line in block.splitlines() if line.startswith("ledger ")]
+    return found
+
+
+@pytest.mark.parametrize("line", example_lines())
+def test_every_example_uses_options_its_command_has(line: str) -> None:
+    words = line.split("#")[0].split("|")[0].split(">")[0].split()[1:]
+    command: click.Command = cli
+    options = {o for p in cli.params for o in getattr(p, "opts", [])}
+    if words[:1] == ["--db"]:
+        words = words[2:]  # the global option and its value
+    while isinstance(command, click.Group):
+        sub = next((w for w in words if not w.startswith("-")), None)
+        found = command.get_command(click.Context(command), sub) if sub else None
+        if found is None:
+            break
+        command, words = found, words[words.index(sub) + 1 :]
+        options |= {o for p in command.params for o in getattr(p, "opts", [])}
+    flags = {w.split("=")[0] for w in words if re.fullmatch(r"--?[a-z][a-z-]*(=.*)?", w)}
+    assert flags <= options | {"--help", "-h"}, f"{line}: {sorted(flags - options)}"
