@@ -135,6 +135,11 @@ def test_the_walk_through_is_ten_commands() -> None:
     assert {"init", "ingest", "subject", "policy", "build", "why"} <= used
 
 
+def test_the_site_has_the_same_walk_through() -> None:
+    site = blocks(page("getting-started.md"), "Your docs folder, in ten commands", "sh")
+    assert site == blocks(README, "Walk-through: your docs folder", "sh")
+
+
 def test_every_readme_link_resolves() -> None:
     for target in re.findall(r"\]\(([^)\s]+)\)", README):
         if re.match(r"[a-z]+:", target):
