@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from ledger_cli.main import cli
-from tests.conftest import ROOT
+from tests.conftest import FIXTURE, ROOT, run_ledger
 
 README = (ROOT / "README.md").read_text("utf-8")
 DOCS = ROOT / "docs"
@@ -221,6 +221,33 @@ def test_the_docs_folder_guide_and_the_candidates_example_run_as_written(
     result = shell(candidates, tmp_path)
     assert result.returncode == 0, result.stderr
     assert '"candidates"' in result.stdout or '"retrieval"' in result.stdout
+
+
+@pytest.fixture
+def demo_ledger(tmp_path: Path) -> Path:
+    """A folder holding demo/ledger.db as `make demo` starts it."""
+    db = tmp_path / "demo" / "ledger.db"
+    db.parent.mkdir()
+    for args in (
+        ["init"],
+        ["ingest", str(FIXTURE)],
+        ["subject", "grant", "default", "policy-read", "state-read", "user-input", "public-read"],
+        ["policy", "set", "--allow-trust", "application-policy", "--allow-trust", "confirmed-state",
+         "--allow-trust", "approved-source", "--allow-trust", "user-input", "--budget", "170"],
+    ):  # fmt: skip
+        run_ledger(*args, db=db, check=True)
+    return tmp_path
+
+
+@pytest.mark.parametrize("guide", ["langchain.md", "llamaindex.md"])
+def test_the_integration_guides_examples_run(demo_ledger: Path, guide: str) -> None:
+    markdown = page(f"guides/{guide}")
+    scripts = re.findall(r"^```python\n(.*?)^```", markdown, re.S | re.M)
+    assert scripts
+    for script in scripts:
+        result = python(script, demo_ledger)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip()
 
 
 # ---------------------------------------------------------------------------
