@@ -15,18 +15,26 @@ postgres:
 	  echo "installing Debian's postgresql (server binaries for the tests)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
+# Two stamps: the runtime alone (what `make demo` needs: no test tools), and
+# the runtime with the `test` extra (`make test`, lint, bench).
+RUNTIME := $(VENV)/.runtime
+$(RUNTIME): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e .
+	touch $(RUNTIME)
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME)
 
 # The main job, end to end on an embedded SQLite file, with readable output.
 LEDGER := $(BIN)/ledger --db $(DEMO)/ledger.db
-demo: $(STAMP)
+demo: $(RUNTIME)
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== ledger init"; $(LEDGER) init
 	@echo; echo "== ledger ingest fixtures/seed001-chunks.json"; $(LEDGER) ingest fixtures/seed001-chunks.json
-	@echo; echo "== grants and policy of the seed-001 request"
+	@echo; echo "== grants and policy: the fixture's permissions, trust labels and budget"
 	@$(LEDGER) subject grant default policy-read state-read user-input public-read
 	@$(LEDGER) policy set --allow-trust application-policy --allow-trust confirmed-state --allow-trust approved-source --allow-trust user-input --budget 170
 	@echo; echo "== ledger chunks"; $(LEDGER) chunks
@@ -42,7 +50,7 @@ demo: $(STAMP)
 	@echo; echo "== ledger verify"; $(LEDGER) verify
 	@echo; echo "== ledger replay 1"; $(LEDGER) replay 1
 	@echo; echo "== ledger report 1 (open it in a browser)"; $(LEDGER) report 1 -o $(DEMO)/pack-1.html
-	@echo; echo "== ledger pack (the seed-001 drop-in, no database)"; $(BIN)/ledger pack
+	@echo; echo "== ledger pack (one pack from the fixture file alone, no database)"; $(BIN)/ledger pack
 
 # Lint: what .ci/run runs before the tests. mypy is strict on ledger/core and
 # ledger/api.py (pyproject.toml), default elsewhere; `cli/` is the package
@@ -82,3 +90,17 @@ bench: $(STAMP) postgres chromium
 
 clean:
 	rm -rf $(VENV) $(DEMO) build *.egg-info .pytest_cache .hypothesis
+
+# The documentation site, built strictly (a broken link or a missing page fails)
+# in its own virtual environment from the `docs` extra; the site lands in
+# .venv-docs/site/ (open index.html). The venv ignores itself for git.
+DOCS_VENV := .venv-docs
+$(DOCS_VENV)/.installed: pyproject.toml
+	test -x $(DOCS_VENV)/bin/python || $(PY) -m venv $(DOCS_VENV)
+	echo '*' > $(DOCS_VENV)/.gitignore
+	$(DOCS_VENV)/bin/python -m pip install -q --disable-pip-version-check -e '.[docs]'
+	touch $@
+
+.PHONY: docs
+docs: $(DOCS_VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --quiet --site-dir $(DOCS_VENV)/site

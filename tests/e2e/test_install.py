@@ -1,9 +1,11 @@
 """A non-editable install: build the wheel, install it into a fresh virtual
 environment, and run `ledger` from an unrelated folder. Migrations, schemas and
-the seed-001 fixture must come from the installed package, never the checkout.
+the shipped fixture must come from the installed package, never the checkout.
+The install holds the runtime only (no test tools, under 120 MB), and the
+README's walk-through and the demo's steps run from it.
 
 Dependencies are resolved by pip from the configured package index; the whole
-module takes some 20-40 seconds.
+module takes some 40-120 seconds.
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ def test_init_ingest_chunks_from_another_folder(installed: Installed) -> None:
     data = write_jsonl(cwd / "chunks.jsonl", [chunk(), chunk(id="beta", dedupe_key="beta")])
     proc = must([installed.ledger, "--db", str(db), "ingest", "--json", str(data)], cwd)
     assert json.loads(proc.stdout) == {"batch": 1, "read": 2, "new": 2, "unchanged": 0}
-    # The installed copy of the seed-001 fixture.
+    # The installed copy of the fixture `ledger pack` reads.
     fixture = must(
         [
             installed.python,
@@ -225,3 +227,42 @@ def test_report_from_the_installed_templates(installed: Installed) -> None:
     ).stdout
     assert f"<style>{css.strip()}</style>" in page
     assert '<script type="application/json" id="report-data">' in page
+
+
+# The install brings the tool only: no test tools, under 120 MB, and the README's
+# walk-through and the demo's steps run from it as written.
+
+TEST_TOOLS = ("pytest", "pytest-xdist", "hypothesis", "ruff", "mypy", "jsonschema", "tiktoken")
+
+
+def test_a_plain_install_brings_no_test_tools(installed: Installed) -> None:
+    listing = must([installed.python, "-m", "pip", "list", "--format=freeze"], installed.workdir)
+    names = {line.split("==")[0].lower() for line in listing.stdout.splitlines()}
+    assert "context-ledger" in names
+    assert not names & set(TEST_TOOLS), sorted(names & set(TEST_TOOLS))
+    # Nor any framework of an extra.
+    assert not names & {"langchain-core", "llama-index-core", "mcp", "pypdf", "psycopg"}
+
+
+def test_a_plain_install_is_under_120_mb(installed: Installed) -> None:
+    size = sum(p.lstat().st_size for p in installed.venv.rglob("*") if p.is_file())
+    assert size < 120 * 1024 * 1024, f"{size / 1024 / 1024:.0f} MB"
+
+
+def test_the_readme_walk_through_runs_from_the_wheel(installed: Installed) -> None:
+    from tests.e2e.test_docs import check_walk_through, walk_through
+
+    folder = installed.workdir / "walk-through"
+    folder.mkdir()
+    check_walk_through(folder, walk_through(folder, bindir=installed.venv / "bin"))
+
+
+def test_the_demo_steps_run_from_the_wheel(installed: Installed) -> None:
+    from tests.e2e.test_docs import blocks, page, shell
+
+    folder = installed.workdir / "demo"
+    shutil.copytree(ROOT / "fixtures", folder / "fixtures")
+    (script,) = blocks(page("getting-started.md"), "What `make demo` does, by hand", "sh")
+    result = shell(script, folder, bindir=installed.venv / "bin")
+    assert result.returncode == 0, result.stderr
+    assert "pack 1 reproduces exactly" in result.stdout
