@@ -110,9 +110,11 @@ def open(path_or_url: str, create: bool = False) -> Ledger:  # noqa: A001 - SPEC
 class Ledger:
     """One ledger database. Use `ledger.open(...)`, ideally as a context manager."""
 
-    def __init__(self, url: str, eng: Any) -> None:
+    def __init__(self, url: str, eng: Any, *, otel_events: bool | None = None) -> None:
         self.url = url
         self._engine = eng
+        # Eviction events and the query on the build's span: None reads LEDGER_OTEL_EVENTS.
+        self.otel_events = otel_events
 
     # -- lifetime -----------------------------------------------------------
 
@@ -383,7 +385,7 @@ class Ledger:
         )
         pack = self.show(pack_no)
         if otel is not None:
-            otel.annotate_span(pack)
+            otel.annotate_span(pack, self.otel_events)
         return pack
 
     def build_batch(
