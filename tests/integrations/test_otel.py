@@ -354,6 +354,23 @@ def test_the_opt_in_by_argument_or_environment(
     assert ("jane.doe" in _exported_text(finished)) is sent
 
 
+def test_open_takes_the_opt_in(
+    db_url: str,
+    spans: tuple[trace.Tracer, InMemorySpanExporter],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("LEDGER_OTEL_EVENTS", raising=False)
+    with ledger.open(db_url, otel_events=True) as lg:
+        assert lg.otel_events is True
+        lg.ingest_records(corpus())
+        lg.grant("default", "public-read")
+        lg.set_policy(allow_trust=["approved-source"], budget=200)
+        pack, finished = _built_in_span(lg, spans, query=QUESTION)
+    assert len(finished.events) == len(pack.evicted) == 3
+    with ledger.open(db_url) as lg:
+        assert lg.otel_events is None
+
+
 def test_the_events_are_capped_with_a_count_of_the_rest(
     lg: ledger.Ledger, spans: tuple[trace.Tracer, InMemorySpanExporter]
 ) -> None:
