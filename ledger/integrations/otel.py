@@ -18,8 +18,8 @@ On the active span, always:
 - in a retrieval build, `gen_ai.operation.name` `retrieval` and
   `gen_ai.request.top_k` (the query's K, or the number of candidates given).
 
-Only when asked for (`Ledger(..., otel_events=True)`, or `LEDGER_OTEL_EVENTS=1`
-in the environment when the argument is left out):
+Only when asked for (`ledger.open(..., otel_events=True)`, or
+`LEDGER_OTEL_EVENTS=1` in the environment when the argument is left out):
 
 - one span event `ledger.eviction` per evicted candidate, with
   `ledger.chunk.id`, `ledger.chunk.source_version`, `ledger.chunk.record_digest`,
@@ -27,8 +27,8 @@ in the environment when the argument is left out):
   `ledger.retrieval.rank` when it was retrieved: never a body, never the
   detail's text. At most `MAX_LISTED` events, retrieved ones best rank first,
   then the others in the pack's order; `ledger.pack.evicted_omitted` counts the
-  rest (0 when none), and `ledger why` / `why-evicted` with the pack number
-  tells all of them;
+  rest (0 when none), and with the pack number `ledger show N` lists them all
+  and `ledger why-evicted DIGEST --pack N` explains one;
 - `gen_ai.retrieval.query.text`: a query build's query (a question may hold
   personal data, so never without the opt-in).
 
@@ -78,7 +78,7 @@ EVENTS_ENV = "LEDGER_OTEL_EVENTS"
 
 # At most this many eviction events, and documents listed, on one span: below the
 # SDK's default of 128 events a span keeps (OTEL_SPAN_EVENT_COUNT_LIMIT), and a
-# pack of thousands of evictions stays a span of a few kilobytes.
+# pack of thousands of evictions stays a span of some tens of kilobytes.
 MAX_LISTED = 100
 
 _HEX = re.compile(r"[0-9a-f]+")
