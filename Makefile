@@ -85,6 +85,24 @@ test: $(STAMP) postgres chromium
 	$(BIN)/python -m pytest -q -n auto --dist loadfile
 	$(BIN)/python -O -m pytest -q -p no:cacheprovider tests/core
 
+# The end-to-end OpenTelemetry test against a real Phoenix server (tests/phoenix),
+# in a virtual environment of its own: Phoenix and its dependencies take ~850 MB,
+# which `make test` never installs (there tests/phoenix is not collected). The
+# tests start Phoenix on 127.0.0.1 with a temporary working folder and stop it by
+# its pid. A fresh environment takes about 5 minutes to install.
+PHX_VENV := .venv-phoenix
+PHX_STAMP := $(PHX_VENV)/.installed
+.PHONY: test-phoenix
+
+$(PHX_STAMP): pyproject.toml
+	test -x $(PHX_VENV)/bin/python || $(PY) -m venv $(PHX_VENV)
+	echo '*' > $(PHX_VENV)/.gitignore
+	$(PHX_VENV)/bin/python -m pip install -q --disable-pip-version-check -e '.[phoenix-test]'
+	touch $(PHX_STAMP)
+
+test-phoenix: $(PHX_STAMP)
+	$(PHX_VENV)/bin/python -m pytest -q -p no:cacheprovider -p no:phoenix tests/phoenix
+
 bench: $(STAMP) postgres chromium
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 

@@ -91,25 +91,33 @@ def init(path_or_url: str) -> InitResult:
     )
 
 
-def open(path_or_url: str, create: bool = False) -> Ledger:  # noqa: A001 - the API's name (docs/reference/commands.md)
+def open(  # noqa: A001 - the API's name (docs/reference/python-api.md)
+    path_or_url: str, create: bool = False, *, otel_events: bool | None = None
+) -> Ledger:
     """Open the ledger at a SQLite path or a SQLAlchemy URL.
 
     `create=True` first creates the database or upgrades its schema, as
     `ledger init` does (see `init`); without it the database must be an
-    initialized ledger whose schema is current.
+    initialized ledger whose schema is current. `otel_events`: see `Ledger`.
     """
     if create:
         init(path_or_url)
     url = database_url(path_or_url)
-    return Ledger(url, engine.open_engine(url))
+    return Ledger(url, engine.open_engine(url), otel_events=otel_events)
 
 
 class Ledger:
-    """One ledger database. Use `ledger.open(...)`, ideally as a context manager."""
+    """One ledger database. Use `ledger.open(...)`, ideally as a context manager.
 
-    def __init__(self, url: str, eng: Any) -> None:
+    `otel_events=True` adds to the OpenTelemetry span of each build one event per
+    evicted candidate and the query; None (the default) reads LEDGER_OTEL_EVENTS
+    (docs/guides/opentelemetry.md).
+    """
+
+    def __init__(self, url: str, eng: Any, *, otel_events: bool | None = None) -> None:
         self.url = url
         self._engine = eng
+        self.otel_events = otel_events
 
     # -- lifetime -----------------------------------------------------------
 
@@ -359,7 +367,7 @@ class Ledger:
         )
         pack = self.show(pack_no)
         if otel is not None:
-            otel.annotate_span(pack)
+            otel.annotate_span(pack, self.otel_events)
         return pack
 
     def build_batch(
