@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     type=click.Choice(["auto", "fixture", "json", "jsonl", "transcript"]),
     default="auto",
     show_default=True,
-    help="auto: .jsonl/.ndjson are JSON Lines, .json an array or a seed-001 fixture; "
-    "json: an array of chunk records; fixture: a seed-001 fixture (its request is not "
+    help="auto: .jsonl/.ndjson are JSON Lines, .json an array or a pack fixture; "
+    "json: an array of chunk records; fixture: a pack fixture (its request is not "
     "applied); jsonl: one record per line; transcript: a chat transcript's exchanges "
     "(see `ledger transcript`).",
 )
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False),
     metavar="RULES.toml",
     help="Documents: FILES are Markdown, HTML, text or PDF files and folders, chunked "
-    "by heading; the rules file gives their metadata (README: Documents and rules).",
+    "by heading; the rules file gives their metadata (docs/guides/docs-folder.md).",
 )
 @click.option(
     "--source-version",

@@ -20,8 +20,8 @@ from ledger import safeio
 from ledger.core.errors import InputError, LedgerError
 from ledger_cli.main import command
 
-PACK_ERROR_EXIT = 2  # the seed-001 reference's code for every failure
-SELECT_ERROR_EXIT = 1  # the seed-000 reference's code for invalid input
+PACK_ERROR_EXIT = 2  # the pack-fixture contract's code for every failure
+SELECT_ERROR_EXIT = 1  # the budgeted-select contract's code for invalid input
 MAX_SELECT_INPUT = 64 << 20  # bytes of stdin `ledger select` reads at most
 
 
@@ -95,7 +95,8 @@ def _write_pack(
     "fixture",
     default=None,
     metavar="PATH",
-    help="Seed-001 fixture (JSON). Default: the project's copy of the reference fixture.",
+    help="Pack fixture (JSON). Default: the fixture the project ships "
+    "(docs/reference/compatibility.md).",
 )
 @click.option(
     "--json-pack",
@@ -109,9 +110,9 @@ def _write_pack(
     "permission than the fixture has: it holds the fixture's chunk bodies.",
 )
 def pack_command(fixture: str | None, json_pack: str | None) -> None:
-    """Build a seed-001 context pack from a fixture file; no database.
+    """Build a context pack from a pack fixture file; no database.
 
-    A drop-in for the seed-001 reference CLI: three lines on stdout (budget, the
+    The pack-fixture command of docs/reference/compatibility.md: three lines on stdout (budget, the
     selected ids in output order, the excluded ids with their reason, by id). Any
     failure prints `context pack error: <message>` on stderr, nothing on stdout,
     and exits 2.
@@ -143,7 +144,7 @@ def pack_command(fixture: str | None, json_pack: str | None) -> None:
 
 @command("select")
 def select_command() -> None:
-    """Select items into a budget (the seed-000 contract) from JSON on stdin.
+    """Select items into a budget from JSON on stdin (docs/reference/compatibility.md).
 
     Reads one object `{"budget", "items": [{"id", "cost", "priority",
     "required", "content"}]}`. Prints `{"ok": true, "result": {"selected",

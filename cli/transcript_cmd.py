@@ -175,7 +175,7 @@ def transcript_group() -> None:
     Anything outside that contract fails closed, naming the line. With
     --from claude-code|codex, a real Claude Code session or Codex rollout is
     read as it is instead (records without a message skipped and counted,
-    interrupted and unanswered exchanges kept and marked; see the README).
+    interrupted and unanswered exchanges kept and marked; see docs/guides/transcripts.md).
 
     Existing outputs are replaced only after typing OVERWRITE at a terminal;
     without a terminal they are refused (there is no force flag). The source is

@@ -1,9 +1,9 @@
 """Readers for real transcript exports: Claude Code sessions and Codex rollouts.
 
 Pure: bytes in, values out (no file system, clock or randomness). The strict
-seed-003 parser (`ledger.core.transcript.parse_transcript`) refuses anything but
+strict transcript parser (`ledger.core.transcript.parse_transcript`) refuses anything but
 messages; these readers take the files those tools write as they are and map
-every record type (see the README tables "What `--from claude-code` reads" and
+every record type (see docs/guides/transcripts.md, the tables "What `--from claude-code` reads" and
 "What `--from codex` reads"):
 
 - a record that carries no message (queue operations, summaries, session
@@ -491,7 +491,7 @@ class _Exchanges:
 
 
 def read_transcript(data: bytes, fmt: str | None, *, name: str = "<transcript>") -> Transcript:
-    """The strict seed-003 parser when `fmt` is None, else the export reader for `fmt`."""
+    """The strict transcript parser when `fmt` is None, else the export reader for `fmt`."""
     if fmt is None:
         from ledger.core.transcript import parse_transcript
 

@@ -12,7 +12,7 @@ naming the key or rule:
     rules.toml: [source] has unknown key 'versoin'; known keys: counter, ...
     rules.toml: rule[1] (match = "security/**") matches no file
 
-Defaults where the file is silent (written down in the README): `version =
+Defaults where the file is silent (written down in docs/guides/docs-folder.md): `version =
 "content"`, `effective_from = "today"`, `counter = "cl100k_base"`, `max_tokens =
 800`, `snapshot = false`; per rule `required = false`, `dedupe = "id"`, `skip =
 false`, `expires_on` unset.

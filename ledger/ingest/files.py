@@ -1,4 +1,4 @@
-"""Chunk records from files: the seed-001 fixture, JSON arrays, JSON Lines, and
+"""Chunk records from files: pack fixtures (docs/reference/compatibility.md), JSON arrays, JSON Lines, and
 annotated transcripts, read lazily and validated record by record.
 
 Each record comes with where it was read (`file:line` or `file: [index]`), so the
@@ -142,17 +142,18 @@ def _iter_json(
         raise InputError(_locate_json_error(path, data, exc)) from None
     if isinstance(doc, dict) and fmt != "json":
         if "chunks" not in doc:
-            raise InputError(f"{path}: a seed-001 fixture object needs `chunks`")
+            raise InputError(f"{path}: a pack fixture object needs `chunks`")
         unknown = sorted(set(doc) - FIXTURE_KEYS)
         if unknown:
             raise InputError(
-                f"{path}: not a seed-001 fixture: unknown top-level fields {unknown} "
+                f"{path}: not a pack fixture: unknown top-level fields {unknown} "
                 f"(a fixture has {sorted(FIXTURE_KEYS)})"
             )
         if "request" in doc:
             notes.append(
-                f"{path}: the fixture's `request` was not applied; set it with "
-                "`ledger subject grant`, `ledger policy set` and `ledger build --as-of`"
+                f"{path}: a pack fixture: its chunks are stored; its request (date, budget, "
+                "permissions, trust labels) is not applied: give them with `ledger subject "
+                "grant`, `ledger policy set` and `ledger build --as-of`"
             )
         items = doc["chunks"]
         label = "chunks"
@@ -161,9 +162,9 @@ def _iter_json(
     elif isinstance(doc, list) and fmt != "fixture":
         items, label = doc, ""
     elif fmt == "fixture":
-        raise InputError(f"{path}: expected a seed-001 fixture object with `chunks`")
+        raise InputError(f"{path}: expected a pack fixture object with `chunks`")
     elif fmt == "json":
-        hint = "; a seed-001 fixture is format fixture" if isinstance(doc, dict) else ""
+        hint = "; a pack fixture is format fixture" if isinstance(doc, dict) else ""
         raise InputError(
             f"{path}: expected a JSON array of chunk records{hint}",
             param="format" if hint else None,

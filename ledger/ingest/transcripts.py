@@ -74,7 +74,7 @@ def load_annotated(
 ) -> Annotated:
     """Read a transcript and its sidecar (a stale sidecar is refused). Without a
     sidecar every exchange is `normal`. `source_format` is the export's format
-    ("claude-code", "codex"; None: the strict seed-003 contract)."""
+    ("claude-code", "codex"; None: the strict transcript contract)."""
     transcript = read_transcript(_read(source, "transcript"), source_format, name=source)
     if priorities is None:
         prio = {e.id: "normal" for e in transcript.exchanges}

@@ -277,7 +277,7 @@ def test_format_option_overrides_the_extension(
     "name, fmt, body, words",
     [
         ("fixture.json", "json", FIXTURE.read_bytes(), "expected a JSON array"),
-        ("array.json", "fixture", array_bytes(good_lines(1)), "expected a seed-001 fixture"),
+        ("array.json", "fixture", array_bytes(good_lines(1)), "expected a pack fixture"),
         ("weird.json", "auto", b'{"chunks": [], "extra": 1}', "unknown top-level fields ['extra']"),
         ("object.json", "auto", record_text(), "fixture object needs `chunks`"),
         ("scalar.json", "auto", b'"text"', "expected a JSON array"),
