@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ledger.core.candidates import candidate_of
 from ledger.core.canonical import content_digest
 from ledger.core.context import Candidate
 from ledger.core.errors import InputError
-from ledger.core.select import Order, Request, RequiredOverBudgetError, candidate_of, select
+from ledger.core.select import Order, Request, RequiredOverBudgetError, select
 
 ROOT_FIELDS = frozenset({"budget", "items"})
 ITEM_FIELDS = frozenset({"id", "cost", "priority", "required", "content"})

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.core.candidates import candidate_of
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.reasons import SEED_REASONS as SEED_REASONS  # the six this contract uses
 from ledger.core.records import (
@@ -33,7 +34,7 @@ from ledger.core.records import (
     iso_date,
     validate_chunk,
 )
-from ledger.core.select import Candidate, Request, candidate_of, select
+from ledger.core.select import Candidate, Request, select
 from ledger.core.strictjson import loads_strict
 
 ROOT_FIELDS = frozenset({"fixture_version", "selector_version", "request", "chunks"})
