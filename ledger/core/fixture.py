@@ -2,7 +2,8 @@
 
 The fixture is validated as the reference validates it (same order of checks, same
 words), every text field stripped, `content` included, and run through the one
-selector (`ledger.core.select`) without gate 5, which the reference does not have.
+selector (`ledger.core.select`) without gates 5 and 6 (retracted, superseded), which
+the reference does not have.
 
     >>> from importlib.resources import files
     >>> result = build_fixture_pack(files("ledger_fixtures").joinpath(
@@ -80,7 +81,7 @@ class Fixture:
 
 @dataclass(frozen=True, slots=True)
 class FixturePack:
-    """The pack (SPEC's exact keys) and the three lines `ledger pack` prints."""
+    """The pack (the keys of docs/reference/json.md) and the three lines `ledger pack` prints."""
 
     pack: dict[str, Any]
     lines: tuple[str, str, str]

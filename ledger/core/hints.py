@@ -317,7 +317,7 @@ def _budget_fix(
     """The smallest raise of the budget, from the deficit upwards, that lets the
     greedy budget gate reach the target with room for it.
 
-    Gates 1-6 do not depend on the budget, so their survivors are the admitted
+    Gates 1-7 do not depend on the budget, so their survivors are the admitted
     plus the budget evictions; a raise only changes which optional survivors
     ahead of the target fit. Each round simulates the gate over those alone and
     raises by the new shortfall (every round admits at least one more of them),
