@@ -226,10 +226,23 @@ def order_matches(found: Sequence[Found], matches: Sequence[WhyMatch]) -> list[W
 
     `found[i]` and `matches[i]` describe the same version.
     """
+    return [m for _f, m in _in_answer_order(found, matches)]
+
+
+def order_found(found: Sequence[Found], pack: PackView) -> list[Found]:
+    """`found` in the order of the answer (see `order_matches`)."""
+    matches = [classify(f, pack) for f in found]
+    return [f for f, _m in _in_answer_order(found, matches)]
+
+
+def _in_answer_order(
+    found: Sequence[Found], matches: Sequence[WhyMatch]
+) -> list[tuple[Found, WhyMatch]]:
+    """The (found, match) pairs sorted as `order_matches` says."""
     best: dict[str, float] = {}
     for f in found:
         best[f.id] = max(best.get(f.id, f.score), f.score)
-    keyed = sorted(
+    return sorted(
         zip(found, matches, strict=True),
         key=lambda fm: (
             -best[fm[0].id],
@@ -240,14 +253,6 @@ def order_matches(found: Sequence[Found], matches: Sequence[WhyMatch]) -> list[W
             fm[0].source_version,
         ),
     )
-    return [m for _f, m in keyed]
-
-
-def order_found(found: Sequence[Found], pack: PackView) -> list[Found]:
-    """`found` in the order of the answer (see `order_matches`)."""
-    matches = [classify(f, pack) for f in found]
-    position = {id(m): i for i, m in enumerate(matches)}
-    return [found[position[id(m)]] for m in order_matches(found, matches)]
 
 
 def _newest_first(day: str) -> tuple[int, ...]:
