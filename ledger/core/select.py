@@ -506,17 +506,17 @@ def select_fast(
     integer will do, gates 1-4 inline in one pass, equal details shared, and
     evictions made where they fall in canonical order (no sort of them). A
     property test holds it equal to `select_plain`, Context for Context."""
-    cands = _canonical_fast(candidates)
+    cands, ids = _canonical_fast(candidates)
     slots: list[Eviction | None] = [None] * len(cands)
-    passed = _gates_1_to_4_fast(cands, request, slots)
+    passed, required = _gates_1_to_4_fast(cands, request, slots)
     if request.retractions:
         passed = _gate_5_fast(cands, passed, request, slots)
     if request.supersede:
-        passed = _gate_6_fast(cands, passed, slots)
+        passed = _gate_6_fast(cands, [ids[i] for i in passed], passed, slots)
     weighed = [cands[i] for i in passed]
     keys = _weighing_keys(weighed, order)
     kept = _gate_7_fast(weighed, keys, passed, slots)
-    admitted = _gate_8_fast(cands, kept, request.budget, slots)
+    admitted = _gate_8_fast(cands, kept, required, request.budget, slots)
     admitted.sort()  # canonical order, then a stable sort into output order
     taken = [cands[i] for i in admitted]
     keys = _output_keys(taken, order)
@@ -525,11 +525,13 @@ def select_fast(
     return Context(items=tuple(items), evicted=evicted, budget=request.budget)
 
 
-def _canonical_fast(candidates: Iterable[Candidate]) -> list[Candidate]:
-    """The candidates sorted by identity: by the id string alone (no key tuple
-    per candidate), then each run of one id's versions by the rest of it."""
+def _canonical_fast(candidates: Iterable[Candidate]) -> tuple[list[Candidate], list[str]]:
+    """The candidates sorted by identity, and their ids: sorted by the id string
+    alone (no key tuple per candidate), then each run of one id's versions by
+    the rest of it."""
     ordered = sorted(candidates, key=_id_of)
-    for start, end in _runs([c.id for c in ordered]):
+    ids = [c.id for c in ordered]
+    for start, end in _runs(ids):
         if end - start == 2:  # most runs: two versions, compared inline
             a, b = ordered[start], ordered[start + 1]
             va, vb = a.source_version, b.source_version
@@ -537,7 +539,7 @@ def _canonical_fast(candidates: Iterable[Candidate]) -> list[Candidate]:
                 ordered[start], ordered[start + 1] = b, a
         else:
             ordered[start:end] = sorted(ordered[start:end], key=identity)
-    return ordered
+    return ordered, ids
 
 
 def _runs(keys: list[str]) -> Iterator[tuple[int, int]]:
@@ -561,11 +563,14 @@ def _id_of(c: Candidate) -> str:
 
 def _gates_1_to_4_fast(
     cands: list[Candidate], request: Request, slots: list[Eviction | None]
-) -> list[int]:
+) -> tuple[list[int], set[int]]:
     """`gates_1_to_4`, with `first_failed_gate` inline: this loop sees every
-    candidate. One detail object per reason and value."""
+    candidate. One detail object per reason and value. Returns the passed, and
+    those of them that are required (gate 8 reads them without another walk
+    over the candidates)."""
     as_of, granted, allowed = request.as_of, request.granted, request.allowed_trust
     passed: list[int] = []
+    required: set[int] = set()
     failed: list[Eviction] = []  # of required candidates
     shared: dict[str, dict[Any, Any]] = {reason: {} for reason in REASONS}
     for i, c in enumerate(cands):
@@ -579,6 +584,8 @@ def _gates_1_to_4_fast(
             reason, value = EXPIRED, c.expires_on
         else:
             passed.append(i)
+            if c.required:
+                required.add(i)
             continue
         detail = shared[reason].get(value)
         if detail is None:
@@ -589,7 +596,7 @@ def _gates_1_to_4_fast(
     error = required_failure(failed, [cands[i] for i in passed], request.supersede)
     if error is not None:
         raise error
-    return passed
+    return passed, required
 
 
 def _gate_5_fast(
@@ -610,11 +617,12 @@ def _gate_5_fast(
 
 
 def _gate_6_fast(
-    cands: list[Candidate], passed: list[int], slots: list[Eviction | None]
+    cands: list[Candidate], ids: list[str], passed: list[int], slots: list[Eviction | None]
 ) -> list[int]:
-    """`gate_6_superseded` over the runs of one id, adjacent in canonical order."""
+    """`gate_6_superseded` over the runs of one id (`ids`: those of `passed`),
+    adjacent in canonical order."""
     losers = set()
-    for start, end in _runs([cands[i].id for i in passed]):
+    for start, end in _runs(ids):
         group = passed[start:end]
         winner = max(group, key=lambda i: version_rank(cands[i]))
         detail = MappingProxyType({"by": ref_of(cands[winner])})
@@ -661,19 +669,24 @@ def _gate_7_fast(
 
 
 def _gate_8_fast(
-    cands: list[Candidate], kept: list[int], budget: int, slots: list[Eviction | None]
+    cands: list[Candidate],
+    kept: list[int],
+    required: set[int],
+    budget: int,
+    slots: list[Eviction | None],
 ) -> list[int]:
-    """`gate_8_budget`, its details shared per (needed, remaining)."""
-    admitted = [i for i in kept if cands[i].required]
+    """`gate_8_budget`, its details shared per (needed, remaining); `required`
+    holds (at least) the kept that are required."""
+    admitted = [i for i in kept if i in required]
     needed = sum(cands[i].tokens for i in admitted)
     if needed > budget:
         raise RequiredOverBudgetError(needed, budget)
     remaining = budget - needed
     shared: dict[tuple[int, int], Any] = {}
     for i in kept:
-        c = cands[i]
-        if c.required:
+        if i in required:
             continue
+        c = cands[i]
         tokens = c.tokens
         if tokens <= remaining:
             admitted.append(i)
