@@ -734,6 +734,7 @@ def _as_integers(columns: list[list[Any]]) -> list[Any]:
         return list(zip(*columns, strict=True)) if columns[0] else []
     keys = [0] * len(columns[0])
     for column in columns:
-        low, radix = min(column, default=0), max(column, default=0) - min(column, default=0) + 1
+        low = min(column, default=0)
+        radix = max(column, default=0) - low + 1
         keys = [key * radix + v - low for key, v in zip(keys, column, strict=True)]
     return keys
