@@ -5,7 +5,7 @@ first (an error if they cost more than the budget); then the optional ones by
 priority high first, then id, each taken if it fits. The result lists ids in input
 order. This is the one selector (`ledger.core.select.select`) with seed-000's own
 `Order`, not a second implementation: every item is a candidate that passes gates
-1-5 and has its own dedupe key, so only gate 7 (budget) decides.
+1-6 and has its own dedupe key, so only gate 8 (budget) decides.
 
     >>> run({"budget": 8, "items": [
     ...     {"id": "contract", "cost": 3, "priority": 0, "required": True, "content": "a"},
@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ledger.core.candidates import candidate_of
 from ledger.core.canonical import content_digest
 from ledger.core.context import Candidate
 from ledger.core.errors import InputError
-from ledger.core.select import Order, Request, RequiredOverBudgetError, candidate_of, select
+from ledger.core.select import Order, Request, RequiredOverBudgetError, select
 
 ROOT_FIELDS = frozenset({"budget", "items"})
 ITEM_FIELDS = frozenset({"id", "cost", "priority", "required", "content"})

@@ -108,7 +108,7 @@ class Eviction(NamedTuple):
 
     An immutable named tuple (the selector builds hundreds of thousands of them,
     and a tuple is three times cheaper to build than a frozen dataclass). `detail`
-    is read-only: SPEC's `budget {needed, remaining}`, `duplicate {kept}`, ...;
+    is read-only (its keys: docs/reference/gates.md);
     the selector shares one detail object among evictions with equal details.
     """
 

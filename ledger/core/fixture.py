@@ -2,7 +2,8 @@
 
 The fixture is validated as the reference validates it (same order of checks, same
 words), every text field stripped, `content` included, and run through the one
-selector (`ledger.core.select`) without gate 5, which the reference does not have.
+selector (`ledger.core.select`) without gates 5 and 6 (retracted, superseded), which
+the reference does not have.
 
     >>> from importlib.resources import files
     >>> result = build_fixture_pack(files("ledger_fixtures").joinpath(
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.core.candidates import candidate_of
 from ledger.core.errors import InputError, RefusedError
 from ledger.core.reasons import SEED_REASONS as SEED_REASONS  # the six this contract uses
 from ledger.core.records import (
@@ -33,7 +35,7 @@ from ledger.core.records import (
     iso_date,
     validate_chunk,
 )
-from ledger.core.select import Candidate, Request, candidate_of, select
+from ledger.core.select import Candidate, Request, select
 from ledger.core.strictjson import loads_strict
 
 ROOT_FIELDS = frozenset({"fixture_version", "selector_version", "request", "chunks"})
@@ -79,7 +81,7 @@ class Fixture:
 
 @dataclass(frozen=True, slots=True)
 class FixturePack:
-    """The pack (SPEC's exact keys) and the three lines `ledger pack` prints."""
+    """The pack (the keys of docs/reference/json.md) and the three lines `ledger pack` prints."""
 
     pack: dict[str, Any]
     lines: tuple[str, str, str]

@@ -6,7 +6,7 @@ match's status and reason, orders the matches (per id its current version
 first, superseded versions after it), and writes the one sentence that answers
 the question.
 
-Statuses (SPEC "Search, why and retrieval builds"):
+Statuses (docs/reference/gates.md, "Why"):
 
 - `admitted`; `evicted` with the stored reason, detail and a hint;
 - `not_candidate` with `ingested_later {batch, mark}` (its ingest entry came
@@ -23,7 +23,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.core.reasons import describe_hint, reason_words
+from ledger.core.reasons import (
+    INGESTED_LATER,
+    NOT_RETRIEVED,
+    OTHER_SCOPE,
+    SUPERSEDED,
+    describe_hint,
+    reason_words,
+)
 
 __all__ = [
     "DOCUMENTS",
@@ -103,7 +110,7 @@ class Found:
 
 @dataclass(frozen=True, slots=True)
 class WhyMatch:
-    """One line of the answer: SPEC's `matches[]` item."""
+    """One line of the answer: a `matches[]` item (docs/reference/json.md)."""
 
     id: str
     source_version: str
@@ -116,9 +123,9 @@ class WhyMatch:
     erased: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """SPEC's shape: `{"id", "source_version", "title", "score", "status",
-        "reason", "detail", "hint"}`, and `erased {entry, reason}` for a version
-        whose body was erased."""
+        """The shape of docs/reference/json.md: `{"id", "source_version", "title",
+        "score", "status", "reason", "detail", "hint"}`, and `erased {entry,
+        reason}` for a version whose body was erased."""
         out = {
             "id": self.id,
             "source_version": self.source_version,
@@ -147,7 +154,7 @@ class WhyAnswer:
     closest_terms: tuple[str, ...] = field(default_factory=tuple)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON, SPEC's keys first."""
+        """Plain JSON, the keys of docs/reference/json.md first."""
         return {
             "text": self.text,
             "pack": self.pack,
@@ -179,13 +186,13 @@ def classify(found: Found, pack: PackView) -> WhyMatch:
     detail: dict[str, Any]
     hint = found.hint
     if found.batch > pack.mark:
-        reason, detail = "ingested_later", {"batch": found.batch, "mark": pack.mark}
+        reason, detail = INGESTED_LATER, {"batch": found.batch, "mark": pack.mark}
     elif found.scope != pack.scope:
-        reason, detail = "other_scope", {"scope": found.scope}
+        reason, detail = OTHER_SCOPE, {"scope": found.scope}
         hint = None
     elif pack.retrieval is not None and found.section == "evidence":
         r = pack.retrieval
-        reason = "not_retrieved"
+        reason = NOT_RETRIEVED
         detail = {
             "query": r.query,
             "top": r.top,
@@ -207,7 +214,7 @@ def _headline_rank(m: WhyMatch) -> int:
     """Within one id: the version the pack chose or weighed first, superseded last."""
     if m.status == "admitted":
         return 0
-    if m.status == "evicted" and m.reason != "superseded":
+    if m.status == "evicted" and m.reason != SUPERSEDED:
         return 1
     if m.status == "not_candidate":
         return 2
@@ -219,10 +226,23 @@ def order_matches(found: Sequence[Found], matches: Sequence[WhyMatch]) -> list[W
 
     `found[i]` and `matches[i]` describe the same version.
     """
+    return [m for _f, m in _in_answer_order(found, matches)]
+
+
+def order_found(found: Sequence[Found], pack: PackView) -> list[Found]:
+    """`found` in the order of the answer (see `order_matches`)."""
+    matches = [classify(f, pack) for f in found]
+    return [f for f, _m in _in_answer_order(found, matches)]
+
+
+def _in_answer_order(
+    found: Sequence[Found], matches: Sequence[WhyMatch]
+) -> list[tuple[Found, WhyMatch]]:
+    """The (found, match) pairs sorted as `order_matches` says."""
     best: dict[str, float] = {}
     for f in found:
         best[f.id] = max(best.get(f.id, f.score), f.score)
-    keyed = sorted(
+    return sorted(
         zip(found, matches, strict=True),
         key=lambda fm: (
             -best[fm[0].id],
@@ -233,14 +253,6 @@ def order_matches(found: Sequence[Found], matches: Sequence[WhyMatch]) -> list[W
             fm[0].source_version,
         ),
     )
-    return [m for _f, m in keyed]
-
-
-def order_found(found: Sequence[Found], pack: PackView) -> list[Found]:
-    """`found` in the order of the answer (see `order_matches`)."""
-    matches = [classify(f, pack) for f in found]
-    position = {id(m): i for i, m in enumerate(matches)}
-    return [found[position[id(m)]] for m in order_matches(found, matches)]
 
 
 def _newest_first(day: str) -> tuple[int, ...]:
@@ -286,15 +298,15 @@ def sentence(m: WhyMatch, pack: PackView) -> str:
     if m.status == "evicted":
         reason = m.reason or ""
         return f"{name} was left out of {where} by {reason}: {reason_words(reason, detail)}{hint}."
-    if m.reason == "not_retrieved":
+    if m.reason == NOT_RETRIEVED:
         return f"{name} was not a candidate of {where}: {_retrieval_words(detail)}{hint}."
-    if m.reason == "ingested_later":
+    if m.reason == INGESTED_LATER:
         return (
             f"{name} was not a candidate of {where}: it was ingested at entry "
             f"{detail['batch']}, after the pack (which saw the ledger up to entry "
             f"{detail['mark']}); build again to consider it{hint}."
         )
-    if m.reason == "other_scope":
+    if m.reason == OTHER_SCOPE:
         return (
             f"{name} was not a candidate of {where}: {_scope_words(detail['scope'], pack.scope)}."
         )

@@ -1,8 +1,10 @@
 """The pools of candidates a recorded pack's admission hint is computed on.
 
-`ledger.core.select.recorded_hint` asks for the pools it needs (`HintPool`);
+`ledger.core.hints.recorded_hint` asks for the pools it needs (`HintPool`);
 this module writes each as a condition on chunk versions, so that a hint on a
-20,000-candidate pack reads only the versions it can depend on.
+20,000-candidate pack reads only the versions it can depend on. The reachable
+pool's condition is `HintPool.holds` in SQL (`reachable_where`): a property test
+holds the two equal.
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, or_, select
 
-from ledger.core.reasons import REASON_CODES
-from ledger.core.select import HintPool
+from ledger.core.hints import HintPool
+from ledger.core.reasons import ADMITTED, BUDGET, REASON_CODES
 from ledger.store.packs import reason_of
 from ledger.store.schema import decisions, versions
 
 # The decisions of the budget gate's survivors: the admitted (0) and its evictions.
-_SURVIVORS = (0, REASON_CODES["budget"])
+_SURVIVORS = (ADMITTED, REASON_CODES[BUDGET])
 
 
 def recorded_eviction(conn: Connection, pack_no: int, record_digest: str) -> tuple[str | None, Any]:
@@ -44,13 +46,19 @@ def recorded_eviction(conn: Connection, pack_no: int, record_digest: str) -> tup
         if pool.kind == "survivors":
             decided = select(d.vid).where(d.pack_no == pack_no, d.status.in_(_SURVIVORS))
             return v.vid.in_(decided.scalar_subquery())
-        # `HintPool.holds`, in SQL.
-        passes = and_(
-            v.required_permission.in_(sorted(pool.granted)),
-            v.trust.in_(sorted(pool.allowed_trust)),
-            v.effective_from <= pool.last_day,
-            or_(v.expires_on.is_(None), v.expires_on > pool.first_day),
-        )
-        return or_(rivals, v.required.is_(True), passes)
+        return or_(rivals, reachable_where(pool))
 
     return reason, where
+
+
+def reachable_where(pool: HintPool) -> Any:
+    """`HintPool.holds` as a condition on chunk versions, so that the database
+    reads only the reachable ones of a pack (a hint on a 20,000-candidate pack)."""
+    v = versions.c
+    passes = and_(
+        v.required_permission.in_(sorted(pool.granted)),
+        v.trust.in_(sorted(pool.allowed_trust)),
+        v.effective_from <= pool.last_day,
+        or_(v.expires_on.is_(None), v.expires_on > pool.first_day),
+    )
+    return or_(v.required.is_(True), passes)

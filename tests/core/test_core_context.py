@@ -117,7 +117,7 @@ def test_empty_and_negative_budget() -> None:
 
 
 def test_candidates_of_columns_makes_the_candidates_the_constructor_makes() -> None:
-    from ledger.core.select import CANDIDATE_ROW, candidates_of_columns
+    from ledger.core.candidates import CANDIDATE_ROW, candidates_of_columns
 
     rows = [
         ("a1", "v1", "policy", "2026-01-01", None, "read", "approved-source", "a", 10, 5, 1)

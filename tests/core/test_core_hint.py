@@ -11,13 +11,12 @@ import pytest
 from hypothesis import given, settings
 
 from ledger.core.errors import InputError
+from ledger.core.hints import Hint, admission_hint
 from ledger.core.select import (
     Candidate,
-    Hint,
     Request,
     RequiredChunkError,
     RequiredOverBudgetError,
-    admission_hint,
     select,
 )
 from tests.core.test_core_properties import candidate_sets, requests, run

@@ -17,10 +17,14 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from ledger.core.select import Candidate, Request, admission_hint, select
+from ledger.core.hints import admission_hint
+from ledger.core.select import Candidate, Request, select
 
-# The module (the package's `select` attribute is the function of that name).
-core = importlib.import_module("ledger.core.select")
+# The modules of the hints and the selector they re-run.
+cores = [
+    importlib.import_module("ledger.core.hints"),
+    importlib.import_module("ledger.core.select"),
+]
 
 
 def _ladder(cand: Callable[..., Candidate], n: int) -> tuple[list[Candidate], Candidate]:
@@ -32,13 +36,13 @@ def _ladder(cand: Callable[..., Candidate], n: int) -> tuple[list[Candidate], Ca
 
 
 def _lines(fn: Callable[[], Any]) -> tuple[Any, int]:
-    """Run fn; count the line events executed in ledger.core.select."""
+    """Run fn; count the line events executed in ledger.core.hints and .select."""
     count = 0
-    path = core.__file__
+    paths = {core.__file__ for core in cores}
 
     def tracer(frame: FrameType, event: str, arg: Any) -> Any:
         nonlocal count
-        if frame.f_code.co_filename != path:
+        if frame.f_code.co_filename not in paths:
             return None
         if event == "line":
             count += 1

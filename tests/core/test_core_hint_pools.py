@@ -12,19 +12,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.core.select import (
-    Candidate,
-    Context,
-    HintPool,
-    Request,
-    admission_hint,
-    recorded_hint,
-    select,
-)
+from ledger.core.hints import HintPool, admission_hint, recorded_hint
+from ledger.core.select import Candidate, Context, Request, select
 from tests.core.test_core_properties import DATES, candidate_sets, requests, run
 
-# The module (the package's `select` attribute is the function of that name).
-core = importlib.import_module("ledger.core.select")
+# The module whose `select` the hints run.
+core = importlib.import_module("ledger.core.hints")
 
 retractions = st.dictionaries(
     st.sampled_from([f"id-{i}" for i in range(12)]),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from ledger.core.select import Candidate, Request, admission_hint, select
+from ledger.core.hints import admission_hint
+from ledger.core.select import Candidate, Request, select
 
 
 def cand(cid: str, version: str, effective_from: str, rank: int, **kw: Any) -> Candidate:
