@@ -24,9 +24,7 @@ two equal).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from functools import lru_cache
@@ -80,7 +78,6 @@ __all__ = [
     "Request",
     "candidate_of",
     "candidates_of_columns",
-    "collector_paused",
     "default_output",
     "default_preference",
     "first_failed_gate",
@@ -451,46 +448,6 @@ def gate_8_budget(
             detail = MappingProxyType({"needed": c.tokens, "remaining": remaining})
             evicted[i] = Eviction(c, BUDGET, detail)
     return admitted
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a selection (or a build or a
-    verify around one) allocates, and spare it the walk over what was allocated.
-
-    A selection over a million candidates allocates about a million eviction
-    records, and each burst of allocations makes CPython walk the whole heap again
-    (measured: more than half the run time). Selection makes no reference cycles,
-    so the collector has nothing to find here.
-
-    On resuming after a large run (`_PROMOTE_AT` objects or more still
-    allocated), what was allocated meanwhile joins the oldest generation
-    (`gc.freeze()` then `gc.unfreeze()`: two list splices) instead of staying
-    in the youngest: the first collection after would walk all of it (0.2-0.35 s
-    after a 1,000,000-candidate selection), and the next ones again as it ages.
-    The price: cyclic garbage the caller made just before waits for a full
-    collection; a smaller run leaves the generations alone, so the selections
-    of a long-running server (a hint each) never do this. Not done when the
-    caller froze objects itself (unfreezing would thaw them). Only the outermost
-    pause resumes, and only a collector that was enabled; concurrent selections
-    can at worst re-enable it early.
-    """
-    was_enabled = gc.isenabled()
-    if was_enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            if gc.get_count()[0] >= _PROMOTE_AT and gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
-
-
-# Objects still allocated at the end of a pause from which they go to the oldest
-# generation: a walk of fewer costs a few milliseconds.
-_PROMOTE_AT = 100_000
 
 
 # --------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Chunk records from files: pack fixtures (docs/reference/compatibility.md), JSON arrays, JSON Lines, and
-annotated transcripts, read lazily and validated record by record.
+"""Chunk records from files: pack fixtures (docs/reference/compatibility.md),
+JSON arrays, JSON Lines, and annotated transcripts, read lazily and validated
+record by record.
 
 Each record comes with where it was read (`file:line` or `file: [index]`), so the
 store can name the record that breaks a rule. Nothing here touches the database.

@@ -14,9 +14,10 @@ import msgspec
 from sqlalchemy import Connection, Text, and_, cast, func, select
 from sqlalchemy.exc import DBAPIError
 
+from ledger.core.candidates import CANDIDATE_ROW, candidates_of_columns
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.records import EXCHANGE_SCOPE
-from ledger.core.select import CANDIDATE_ROW, Candidate, candidates_of_columns
+from ledger.core.select import Candidate
 from ledger.store.engine import fetch_tuples
 from ledger.store.fulltext import apply_ranks, retrieval_filter
 from ledger.store.inputs import DOCUMENTS, TRANSCRIPT_SCOPE, Inputs

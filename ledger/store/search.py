@@ -276,7 +276,7 @@ def _simulated_hint(
 ) -> dict[str, Any]:
     """The core's hint on the inputs of another build, after `first` (the step that
     makes the version a candidate): `{"target", "steps", "admits"}`."""
-    from ledger.core.select import admission_hint
+    from ledger.core.hints import admission_hint
 
     candidates, _ = candidates_for(conn, inputs)
     if not any(c.record_digest == record_digest for c in candidates):

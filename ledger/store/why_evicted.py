@@ -11,8 +11,9 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from ledger.core.hints import HintPool, recorded_hint
 from ledger.core.reasons import ADMITTED, BUDGET, REASON, RETRACTED
-from ledger.core.select import Candidate, HintPool, recorded_hint
+from ledger.core.select import Candidate
 from ledger.core.transcript import FRAMING_BYTES
 from ledger.store.candidates import candidates_for
 from ledger.store.hints import recorded_eviction
