@@ -242,7 +242,7 @@ def _build_transcript(
 
 
 def _run_batch(lg: Ledger, path: str, counter: str, keep_going: bool, as_json: bool) -> None:
-    from ledger.ingest.batch_file import read_batch_lines
+    from ledger.api import read_batch_lines
 
     lines = read_batch_lines(path)
     if sys.stderr.isatty() and len(lines) > 1:

@@ -38,6 +38,7 @@ from ledger.core.results import (
     SubjectGrants,
     WhyEvicted,
 )
+from ledger.ingest.batch_file import read_batch_lines as read_batch_lines  # the CLI reads
 from ledger.store import access, engine, packs, versions
 from ledger.store.chain import entry_at, read_head
 
@@ -386,7 +387,6 @@ class Ledger:
         (`ledger.ingest.batch_file.read_batch_lines`); `progress` is called with 1
         after each line.
         """
-        from ledger.ingest.batch_file import read_batch_lines
         from ledger.store import batch
 
         name = os.fspath(path)

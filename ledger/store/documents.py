@@ -183,7 +183,8 @@ def _check_versions_free(conn: Connection, plans: Sequence[Any]) -> None:
                 # holds for the versions before it, so a restore needs a new version.
                 raise RefusedError(
                     f"{p.where}: chunk '{row.chunk_id}' version '{row.source_version}' was "
-                    "retracted; to bring it back, ingest it under a new source_version"
+                    "retracted; to bring it back, ingest it under a new source_version",
+                    param="source_version",
                 )
             if p is not None:
                 raise RefusedError(

@@ -436,7 +436,8 @@ def test_restoring_a_retracted_text_needs_a_new_version(kb: dict[str, Any]) -> N
     assert json.loads(ingest(kb, "--json").stdout)["retracted"] == 1
     notes.write_text(text, encoding="utf-8")
     before = dbtools.snapshot(kb["db"])
-    _refused(kb, ingest(kb), before, "kb-notes", "was retracted", "new --source-version")
+    restore = "new source_version (--source-version)"
+    _refused(kb, ingest(kb), before, "kb-notes", "was retracted", restore)
     restored = json.loads(ingest(kb, "--json", "--source-version", "v2").stdout)
     assert restored["new"] == 1
 

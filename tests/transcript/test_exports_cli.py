@@ -422,7 +422,8 @@ def test_the_hinted_budget_of_a_transcript_pack_admits_the_exchange(
 def test_from_goes_with_format_transcript(db_url: str, tmp_path: Path) -> None:
     source = rollout(tmp_path / "r.jsonl")
     proc = run_ledger("ingest", "--from", "codex", str(source), db=db_url)
-    assert proc.returncode == 1 and "--format transcript" in one_error_line(proc.stderr)
+    line = one_error_line(proc.stderr)
+    assert proc.returncode == 1 and "format 'transcript' (--format)" in line
     proc = run_ledger("build", "--as-of", "2026-01-01", "--from", "codex", db=db_url)
     assert proc.returncode == 2
 
