@@ -35,14 +35,10 @@ if TYPE_CHECKING:
     from ledger.api import Ledger, init, open
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.proofs import CheckpointResult, ConsistencyProof, InclusionProof
-    from ledger.core.query import SearchResult
 
     # The result types, for type checkers; at run time `__getattr__` below loads them.
     from ledger.core.results import *  # noqa: F403
     from ledger.core.results import IngestSummary
-    from ledger.core.why import WhyAnswer
-    from ledger.store.replay import ReplayResult
-    from ledger.store.verify import VerifyResult
 
     IngestResult = IngestSummary
 
@@ -53,13 +49,10 @@ _LAZY_MODULES = {
     "ledger.core.results": (
         "Admission BatchBuild ChunkList Diff DocumentIngestSummary EraseResult Export "
         "GrantChange HeadResult IngestSummary InitResult Pack PackList PolicyChange "
-        "PolicyState RetractResult SubjectGrants WhyEvicted Withheld"
+        "PolicyState ReplayResult RetractResult SearchResult SubjectGrants VerifyResult WhyAnswer "
+        "WhyEvicted Withheld"
     ),
-    "ledger.core.query": "SearchResult",
-    "ledger.core.why": "WhyAnswer",
     "ledger.api": "Ledger open init",
-    "ledger.store.replay": "ReplayResult",
-    "ledger.store.verify": "VerifyResult",
     # Proofs and checkpoints
     "ledger.core.checkpoint": "Checkpoint",
     "ledger.core.proofs": "CheckpointResult ConsistencyProof InclusionProof",

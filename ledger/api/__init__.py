@@ -35,7 +35,9 @@ from ledger.core.results import (
     PackList,
     PolicyChange,
     PolicyState,
+    ReplayResult,
     SubjectGrants,
+    VerifyResult,
     WhyEvicted,
 )
 from ledger.ingest.batch_file import read_batch_lines as read_batch_lines  # the CLI reads
@@ -45,11 +47,13 @@ from ledger.store.chain import entry_at, read_head
 if TYPE_CHECKING:
     from ledger.core.checkpoint import Checkpoint
     from ledger.core.proofs import CheckpointResult, ConsistencyProof, InclusionProof
-    from ledger.core.query import SearchResult
-    from ledger.core.results import DocumentIngestSummary, IngestSummary, RetractResult
-    from ledger.core.why import WhyAnswer
-    from ledger.store.replay import ReplayResult
-    from ledger.store.verify import VerifyResult
+    from ledger.core.results import (
+        DocumentIngestSummary,
+        IngestSummary,
+        RetractResult,
+        SearchResult,
+        WhyAnswer,
+    )
 
 # The store modules of the audit, build and ingest commands, the file readers, the
 # Merkle tree and the signing keys (cryptography) are imported by the methods that

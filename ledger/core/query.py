@@ -31,9 +31,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, fields
-from typing import Any
 
 from ledger.core.errors import InputError
+from ledger.core.results import SearchResult
 
 __all__ = [
     "MAX_QUERY_TERMS",
@@ -144,20 +144,6 @@ class Query:
     def tsquery(self) -> str:
         """A PostgreSQL tsquery: quoted lexemes, `<->` within a phrase, `|` between terms."""
         return " | ".join(" <-> ".join(_quote_lexeme(w) for w in term) for term in self.terms)
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """`ledger search --json`: `{"query", "results": [{"id", "source_version",
-    "title", "path", "score", "record_digest", "content_digest", "snippet"?}]}`,
-    best first."""
-
-    query: str
-    results: tuple[dict[str, Any], ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON, as `ledger search --json` prints it."""
-        return {"query": self.query, "results": [dict(r) for r in self.results]}
 
 
 def _quote_lexeme(word: str) -> str:

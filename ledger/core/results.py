@@ -12,7 +12,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ledger.core.why import WhyMatch
 
 
 @dataclass(frozen=True)
@@ -287,4 +290,98 @@ class RetractResult:
             "ids": list(self.ids),
             "from": self.from_date,
             "reason": self.reason,
+        }
+
+
+@dataclass
+class VerifyResult:
+    ok: bool
+    entries: int
+    head: str
+    first_bad: dict[str, Any] | None
+    decisions: int = 0
+    # Proofs and checkpoints: the tree checkpoint verified against, and for
+    # `since` the size it started from and the number of entries checked.
+    checkpoint: dict[str, Any] | None = None
+    since: int | None = None
+    checked: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "ok": self.ok,
+            "entries": self.entries,
+            "head": self.head,
+            "first_bad": self.first_bad,
+        }
+        if self.checkpoint is not None:
+            out["checkpoint"] = self.checkpoint
+        if self.since is not None:
+            out["since"] = self.since
+            out["checked"] = self.checked
+        return out
+
+
+@dataclass
+class ReplayResult:
+    pack: int
+    identical: bool
+    recorded: str
+    replayed: str
+    difference: str | None
+    # Candidates whose bodies were erased, so that the pack's counter could not
+    # recount them: their recorded counts were used (only a real counter's pack).
+    not_recounted: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "pack": self.pack,
+            "identical": self.identical,
+            "recorded_pack_digest": self.recorded,
+            "replayed_pack_digest": self.replayed,
+            "first_difference": self.difference,
+        }
+        if self.not_recounted:
+            out["not_recounted"] = {
+                "count": len(self.not_recounted),
+                "versions": self.not_recounted,
+                "why": "their bodies were erased; the pack's recorded token counts were used",
+            }
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """`ledger search --json`: `{"query", "results": [{"id", "source_version",
+    "title", "path", "score", "record_digest", "content_digest", "snippet"?}]}`,
+    best first."""
+
+    query: str
+    results: tuple[dict[str, Any], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON, as `ledger search --json` prints it."""
+        return {"query": self.query, "results": [dict(r) for r in self.results]}
+
+
+@dataclass(frozen=True, slots=True)
+class WhyAnswer:
+    """`ledger why --json`: `{"text", "pack", "verdict", "sentence", "matches"}`,
+    plus `closest_terms` (the index's words nearest the text, when nothing matched)."""
+
+    text: str
+    pack: int | None
+    verdict: str
+    sentence: str
+    matches: tuple[WhyMatch, ...]
+    closest_terms: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON, the keys of docs/reference/json.md first."""
+        return {
+            "text": self.text,
+            "pack": self.pack,
+            "verdict": self.verdict,
+            "sentence": self.sentence,
+            "matches": [m.to_json() for m in self.matches],
+            "closest_terms": list(self.closest_terms),
         }

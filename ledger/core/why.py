@@ -20,7 +20,7 @@ Statuses (docs/reference/gates.md, "Why"):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.reasons import (
@@ -31,6 +31,7 @@ from ledger.core.reasons import (
     describe_hint,
     reason_words,
 )
+from ledger.core.results import WhyAnswer
 
 __all__ = [
     "DOCUMENTS",
@@ -139,30 +140,6 @@ class WhyMatch:
         if self.erased is not None:
             out["erased"] = dict(self.erased)
         return out
-
-
-@dataclass(frozen=True, slots=True)
-class WhyAnswer:
-    """`ledger why --json`: `{"text", "pack", "verdict", "sentence", "matches"}`,
-    plus `closest_terms` (the index's words nearest the text, when nothing matched)."""
-
-    text: str
-    pack: int | None
-    verdict: str
-    sentence: str
-    matches: tuple[WhyMatch, ...]
-    closest_terms: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON, the keys of docs/reference/json.md first."""
-        return {
-            "text": self.text,
-            "pack": self.pack,
-            "verdict": self.verdict,
-            "sentence": self.sentence,
-            "matches": [m.to_json() for m in self.matches],
-            "closest_terms": list(self.closest_terms),
-        }
 
 
 def _plain(value: Any) -> Any:

@@ -6,7 +6,7 @@ docs/reference/json.md).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -14,6 +14,7 @@ from sqlalchemy import Connection, select
 from ledger.core.context import thaw
 from ledger.core.errors import LedgerError
 from ledger.core.reasons import ADMITTED, REASON_NAMES
+from ledger.core.results import ReplayResult
 from ledger.store.build import decide
 from ledger.store.candidates import candidates_for
 from ledger.store.inputs import inputs_of
@@ -25,34 +26,6 @@ from ledger.tokens import ESTIMATED, counter_id, text_counter
 
 _ADMITTED = "admitted"
 _EVICTED = "evicted"
-
-
-@dataclass
-class ReplayResult:
-    pack: int
-    identical: bool
-    recorded: str
-    replayed: str
-    difference: str | None
-    # Candidates whose bodies were erased, so that the pack's counter could not
-    # recount them: their recorded counts were used (only a real counter's pack).
-    not_recounted: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "pack": self.pack,
-            "identical": self.identical,
-            "recorded_pack_digest": self.recorded,
-            "replayed_pack_digest": self.replayed,
-            "first_difference": self.difference,
-        }
-        if self.not_recounted:
-            out["not_recounted"] = {
-                "count": len(self.not_recounted),
-                "versions": self.not_recounted,
-                "why": "their bodies were erased; the pack's recorded token counts were used",
-            }
-        return out
 
 
 def replay(conn: Connection, pack_no: int) -> ReplayResult:

@@ -15,7 +15,8 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from ledger.core.errors import InputError, NotFoundError
-from ledger.core.query import Query, SearchResult, parse_query
+from ledger.core.query import Query, parse_query
+from ledger.core.results import SearchResult
 from ledger.core.why import (
     Decided,
     Found,

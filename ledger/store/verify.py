@@ -23,6 +23,7 @@ from ledger.core.chain import GENESIS, entry_hash, pack_entry_payload
 from ledger.core.checkpoint import Checkpoint, parse_seq_hash
 from ledger.core.erasure import erase_payload
 from ledger.core.errors import InputError
+from ledger.core.results import VerifyResult
 from ledger.store import tree
 from ledger.store.access import Policy, grant_payload, policy_payload
 from ledger.store.chain import KINDS, Head, read_head
@@ -36,34 +37,6 @@ from ledger.store.verify_rows import bad_rows
 
 INGEST, GRANT, REVOKE, POLICY, PACK, RETRACT, ERASE = KINDS
 _UNKNOWN = "?"  # the kind of an entry that is missing
-
-
-@dataclass
-class VerifyResult:
-    ok: bool
-    entries: int
-    head: str
-    first_bad: dict[str, Any] | None
-    decisions: int = 0
-    # Proofs and checkpoints: the tree checkpoint verified against, and for
-    # `since` the size it started from and the number of entries checked.
-    checkpoint: dict[str, Any] | None = None
-    since: int | None = None
-    checked: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            "ok": self.ok,
-            "entries": self.entries,
-            "head": self.head,
-            "first_bad": self.first_bad,
-        }
-        if self.checkpoint is not None:
-            out["checkpoint"] = self.checkpoint
-        if self.since is not None:
-            out["since"] = self.since
-            out["checked"] = self.checked
-        return out
 
 
 class _Problems:
