@@ -52,6 +52,6 @@ def freeze_loaded() -> None:
     """Move everything allocated so far out of every later collection: for a
     process that runs one command and ends, what is loaded (SQLAlchemy, the
     ledger's modules, the engine) lives as long as the process, and the
-    collections at shutdown need not walk it (issue 21: tens of milliseconds
+    collections at shutdown need not walk it (tens of milliseconds
     on every database command)."""
     gc.freeze()

@@ -56,19 +56,19 @@ COMMANDS: dict[str, str] = {
     "select": "ledger_cli.pack_cmd:select_command",
     "transcript": "ledger_cli.transcript_cmd:transcript_group",
     "report": "ledger_cli.report_cmd:report_command",
-    # Search and why (issue 16)
+    # Search and why
     "search": "ledger_cli.search_cmds:search_command",
     "why": "ledger_cli.search_cmds:why_command",
-    # Integrations (issue 17)
+    # Integrations
     "mcp": "ledger_cli.mcp_cmd:mcp_command",
-    # Documents (issue 15).
+    # Documents.
     "retract": "ledger_cli.retract_cmd:retract_command",
-    # Proofs and checkpoints (issue 18)
+    # Proofs and checkpoints
     "keygen": "ledger_cli.proof_cmds:keygen_command",
     "checkpoint": "ledger_cli.proof_cmds:checkpoint_group",
     "prove": "ledger_cli.proof_cmds:prove_command",
     "proof": "ledger_cli.proof_cmds:proof_group",
-    # Erasure and retention (issue 19)
+    # Erasure and retention
     "erase": "ledger_cli.erase_cmd:erase_command",
 }
 

@@ -37,7 +37,7 @@ def _read_fixture(path: Path) -> tuple[bytes, int]:
         with safeio.open_regular(path, "fixture") as handle:
             return handle.read(), stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
     except safeio.UnreadableInputError as exc:
-        # The seed-001 contract's wording for each case.
+        # The pack-fixture contract's wording for each case.
         words = {
             "missing": f"fixture does not exist: {path}",
             "directory": f"fixture is a directory, not a file: {path}",

@@ -57,8 +57,8 @@ if TYPE_CHECKING:
 
 # The store modules of the audit, build and ingest commands, the file readers, the
 # Merkle tree and the signing keys (cryptography) are imported by the methods that
-# use them: every database command pays for what this module imports (issue 21:
-# start-up).
+# use them: every database command pays for what this module imports (the
+# start-up bench row).
 
 HINTS = ("newest", "all", "none")
 PackRef = int | str
@@ -217,7 +217,7 @@ class Ledger:
 
         return documents.retract(self._engine, list(ids), from_date, reason)
 
-    # Erasure (issue 19) ---------------------------------------------------------
+    # Erasure ---------------------------------------------------------
 
     def erase(
         self,
@@ -494,7 +494,7 @@ class Ledger:
             pack_no = self._pack_no(conn, pack) if pack is not None else None
             return WhyEvicted(why_evicted(conn, ref, pack_no, hints))
 
-    # Search and why (issue 16) ------------------------------------------------
+    # Search and why ------------------------------------------------
 
     def search(
         self,

@@ -1,9 +1,10 @@
-"""`ledger select`: the seed-000 budgeted-selector contract. Pure: dict in, dict out.
+"""`ledger select`: the budgeted-select contract. Pure: dict in, dict out.
+(docs/reference/compatibility.md)
 
 Budget and costs are non-negative integers in one unit. Required items are taken
 first (an error if they cost more than the budget); then the optional ones by
 priority high first, then id, each taken if it fits. The result lists ids in input
-order. This is the one selector (`ledger.core.select.select`) with seed-000's own
+order. This is the one selector (`ledger.core.select.select`) with this contract's own
 `Order`, not a second implementation: every item is a candidate that passes gates
 1-6 and has its own dedupe key, so only gate 8 (budget) decides.
 
@@ -43,11 +44,11 @@ _ITEM_RECORD: dict[str, Any] = {
 
 
 class SelectInputError(InputError):
-    """Input that the seed-000 contract refuses (one line)."""
+    """Input that the budgeted-select contract refuses (one line)."""
 
 
 def _preference(c: Candidate) -> tuple[int, str]:
-    # Seed-000: priority high first, then id.
+    # This contract: priority high first, then id.
     return (-c.priority, c.id)
 
 
@@ -87,7 +88,7 @@ def _string(value: Any, where: str, *, non_empty: bool = False) -> str:
 
 
 def run(input_dict: Any) -> dict[str, Any]:
-    """Select per seed-000; return `{"selected", "omitted", "used"}`.
+    """Select per the budgeted-select contract; return `{"selected", "omitted", "used"}`.
 
     Raises `SelectInputError` for invalid input and when the required items cost
     more than the budget.

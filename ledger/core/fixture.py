@@ -1,4 +1,5 @@
-"""`ledger pack`: the seed-001 reference, exactly. Pure: bytes in, pack out.
+"""`ledger pack`: the pack-fixture contract, exactly. Pure: bytes in, pack out.
+(docs/reference/compatibility.md)
 
 The fixture is validated as the reference validates it (same order of checks, same
 words), every text field stripped, `content` included, and run through the one
@@ -71,7 +72,7 @@ class FixtureRequest:
 
 @dataclass(frozen=True, slots=True)
 class Fixture:
-    """A validated seed-001 fixture."""
+    """A validated pack fixture."""
 
     fixture_version: str
     selector_version: str

@@ -49,7 +49,7 @@ class Reason:
     words: str  # a clause, `str.format_map` over the detail (`{by[id]}`)
     cause: str | None  # `ledger diff`'s cause when this gate tells two packs apart
     change: str | None  # the hint step kind that can get a chunk past this gate
-    seed: bool = False  # one of the six reasons of the seed-001 reference
+    seed: bool = False  # one of the six reasons of the pack-fixture contract
 
     @property
     def detail_keys(self) -> tuple[str, ...]:
@@ -149,7 +149,7 @@ NOT_RETRIEVED, INGESTED_LATER, OTHER_SCOPE = (r.name for r in TABLE[8:])
 # Eviction reasons in gate order.
 REASONS: tuple[str, ...] = tuple(r.name for r in TABLE if r.gate is not None)
 GATE: Mapping[str, int] = MappingProxyType({r.name: r.gate for r in TABLE if r.gate is not None})
-# The six reasons of the seed-001 reference (`ledger pack`), in gate order.
+# The six reasons of the pack-fixture contract (`ledger pack`), in gate order.
 SEED_REASONS: tuple[str, ...] = tuple(r.name for r in TABLE if r.seed)
 
 # The keys of each eviction reason's `detail` object.

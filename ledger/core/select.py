@@ -244,7 +244,7 @@ def default_output(c: Candidate) -> tuple[Any, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Order:
-    """The two orders a selection uses; a parameter, so seed-000 can use its own.
+    """The two orders a selection uses; a parameter, so `ledger select` can use its own.
 
     Keys that tie are broken by identity (id, source_version, record_digest), so
     any order gives the same result for any input order.

@@ -151,7 +151,7 @@ class Transcript:
     data: bytes
     sha256: str
     exchanges: tuple[Exchange, ...]
-    export: ExportInfo | None = None  # None: the strict seed-003 contract
+    export: ExportInfo | None = None  # None: the strict transcript contract
 
     def payload(self, exchange: Exchange) -> bytes:
         """The exact source bytes of an exchange's lines."""

@@ -82,7 +82,7 @@ def seal_entry(conn: Connection, seq: int, payload_digest: str) -> Head:
         .values(payload_digest=payload_digest, entry_hash=h)
     )
     # The Merkle tree grows in the same transaction. Imported here, by the writers:
-    # a read command needs neither the tree nor the proofs (issue 21: start-up).
+    # a read command needs neither the tree nor the proofs(start-up).
     from ledger.store.tree import append_entry
 
     append_entry(conn, seq, h)
