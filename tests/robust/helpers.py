@@ -16,13 +16,9 @@ from typing import Any
 
 from sqlalchemy import inspect, text
 
-from tests.conftest import FIXTURE, chunk, run_in_process
+from tests.conftest import chunk, run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED = json.loads(FIXTURE.read_text(encoding="utf-8"))
-# The seed-001 request as ledger commands (grants and policy).
-SEED_GRANTS = ("policy-read", "state-read", "user-input", "public-read")
-SEED_TRUST = ("application-policy", "confirmed-state", "approved-source", "user-input")
 
 
 @dataclass(frozen=True)
@@ -234,13 +230,3 @@ def write_generated(path: Path, n: int, prefix: str, content: str = "Generated b
 def write_lines(path: Path, lines: Iterable[bytes]) -> Path:
     path.write_bytes(b"".join(line + b"\n" for line in lines))
     return path
-
-
-def seed_ledger(url: str) -> None:
-    """The seed-001 fixture, its request as grants and policy, and one pack."""
-    run("init", db=url, check=True)
-    run("ingest", str(FIXTURE), db=url, check=True)
-    run("subject", "grant", "default", *SEED_GRANTS, db=url, check=True)
-    args = [a for t in SEED_TRUST for a in ("--allow-trust", t)]
-    run("policy", "set", *args, "--budget", "170", db=url, check=True)
-    run("build", "--as-of", "2026-07-21", db=url, check=True)

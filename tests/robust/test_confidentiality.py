@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import chunk
-from tests.robust.helpers import ROOT, SEED, Run, run, write_lines
+from tests.robust.helpers import ROOT, Run, run, write_lines
+from tests.seeded import SEED
 
 MARKER = "ZEBRA-CONFIDENTIAL-4f9a2c"
 OTHER = "OKAPI-CONFIDENTIAL-77e1d0"  # a body that is refused, never stored

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks import one_line
 from tests.robust.helpers import run
-from tests.robust.review import one_line
 
 SECRET = "S3cr3t-pw-91"
 

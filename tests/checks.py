@@ -1,64 +1,18 @@
-"""What the tests of the hostile review (issue 14) share: a seeded ledger built
-once per module and copied per test, raw tampering through the driver, and the
-checks of "one line, the right exit code, nothing leaked".
-
-The seeded ledger is the seed-001 fixture with its request as grants and
-policy, one pack (entries 1 ingest, 2 grant, 3 policy, 4 pack 1). Its bodies
-hold a known marker (`BODY_MARKER` is in `refund-faq`'s content after the
-re-ingest below), so any message that prints a body is caught by a grep.
+"""The checks the command-line tests share: "one line, the right exit code, no
+traceback", `verify`'s answer, and raw tampering of a SQLite ledger through the
+driver, as an attacker with the file would. (The seeded ledger they run on is
+tests/seeded.py's, through the `seeded_file` fixture of tests/conftest.py.)
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.conftest import FIXTURE, chunk, write_jsonl
-from tests.robust.helpers import Run, run, seed_ledger
-
-# A body no message may ever show: in a chunk of the seeded ledger.
-BODY_MARKER = "Confidential-body-7f3a9c: the secret refund code is 4417"
-SECRET_CHUNK = chunk(
-    id="secret-note",
-    section="evidence",
-    source_uri="doc://secret",
-    dedupe_key="secret-note",
-    required_permission="public-read",
-    trust="approved-source",
-    effective_from="2026-01-01",
-    estimated_tokens=5,
-    priority=10,
-    content=BODY_MARKER,
-)
-
-
-def make_seeded(folder: Path) -> Path:
-    """A seeded SQLite ledger in `folder` (entries 1-4 plus the secret chunk at 5)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    db = folder / "ledger.db"
-    seed_ledger(str(db))  # 1 ingest, 2 grant, 3 policy, 4 pack 1
-    run("ingest", str(write_jsonl(folder / "secret.jsonl", [SECRET_CHUNK])), db=db, check=True)
-    run("build", "--as-of", "2026-07-21", db=db, check=True)  # 6: pack 2 considers it
-    return db
-
-
-@pytest.fixture(scope="module")
-def seeded_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_seeded(tmp_path_factory.mktemp("seeded"))
-
-
-@pytest.fixture
-def seeded(seeded_base: Path, tmp_path: Path) -> Path:
-    """This test's own byte copy of the seeded ledger (tmp_path/ledger.db)."""
-    dst = tmp_path / "ledger.db"
-    shutil.copyfile(seeded_base, dst)
-    return dst
+from tests.robust.helpers import Run, run
 
 
 def sqlite_exec(db: Path | str, sql: str, params: tuple[Any, ...] = ()) -> None:
@@ -119,9 +73,6 @@ def assert_verify_names(db: Path | str, seq: int) -> dict[str, Any]:
 
 def file_bytes(path: Path) -> bytes | None:
     return path.read_bytes() if path.exists() else None
-
-
-__all__ = ["BODY_MARKER", "FIXTURE", "SECRET_CHUNK", "make_seeded", "seeded", "seeded_base"]
 
 
 def iter_files(folder: Path) -> Iterator[Path]:
