@@ -8,7 +8,8 @@
     3  policy: allow the request's four trust labels, budget 170
     4  pack 1: build as of 2026-07-21                       (unless build=False)
 
-Variants take parameters (another budget, no pack, extra files ingested right
+(`seed_open_ledger(lg)` records entries 1-3 through the Python API.) Variants
+take parameters (another budget, no pack, extra files ingested right
 after the fixture, extra permissions granted). The fixtures over it are in
 tests/conftest.py: `seeded` (entries 1-3 on each backend, a copy per test),
 `seeded_file` (SQLite, the secret chunk and pack 2 on top, a copy per test) and
@@ -81,6 +82,14 @@ def seed_ledger(
     run_ledger("policy", "set", *flags, "--budget", str(budget), db=db, check=True)
     if build:
         run_ledger("build", "--as-of", AS_OF, db=db, check=True)
+
+
+def seed_open_ledger(lg: Any, *, budget: int = SEED_BUDGET) -> None:
+    """Entries 1-3 of the seeded ledger through the Python API, on an open
+    `ledger.Ledger` (`ledger.open(...)`): ingest, grant, policy; no pack."""
+    lg.ingest_paths([FIXTURE])
+    lg.grant("default", *SEED_GRANTS)
+    lg.set_policy(allow_trust=list(SEED_TRUST), budget=budget)
 
 
 def make_seeded_file(folder: Path, *, secret: bool = False) -> Path:

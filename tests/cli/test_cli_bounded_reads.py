@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.checks import one_line
+from tests.clitools import one_line, run, sqlite_url, state
 from tests.conftest import chunk, write_jsonl
-from tests.robust.helpers import run, sqlite_url, state
 
 # Enough for the CLI with SQLAlchemy and the largest valid record line
 # (12 MB at most), far less than an unbounded read of these inputs needs.

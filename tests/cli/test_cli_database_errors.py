@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.checks import no_traceback, one_line
+from tests.clitools import no_traceback, one_line, run, sqlite_url, state
 from tests.conftest import chunk, write_jsonl
-from tests.robust.helpers import run, sqlite_url, state
 from tests.seeded import BODY_MARKER
 
 BODY = "Body-of-a-new-chunk-0c41e2: never in a message"

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.checks import one_line
+from tests.clitools import one_line, run, sqlite_url, state
 from tests.conftest import ROOT, chunk, write_jsonl
-from tests.robust.helpers import run, sqlite_url, state
 
 
 @pytest.mark.parametrize(
@@ -107,7 +106,7 @@ def test_content_at_the_cap_is_stored(seeded_file: Path, tmp_path: Path) -> None
 def test_stored_control_characters_are_escaped_when_rendered(seeded_file: Path) -> None:
     """Refused at ingest, and escaped anyway where a changed or older database
     still holds them: no raw ESC on a terminal, no injected Markdown heading."""
-    from tests.checks import sqlite_exec
+    from tests.clitools import sqlite_exec
 
     sqlite_exec(
         seeded_file,

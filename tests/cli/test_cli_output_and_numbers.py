@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.checks import no_traceback, one_line
-from tests.robust.helpers import Run, pack_numbers, run, sqlite_url
+from tests.clitools import Run, no_traceback, one_line, pack_numbers, run, sqlite_url
 from tests.seeded import seed_ledger
 
 PRINTING = [

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.checks import no_traceback, one_line, verify_json
+from tests.clitools import no_traceback, one_line, run, verify_json
 from tests.conftest import FIXTURE
-from tests.robust.helpers import run
 
 
 def _digest(path: Path) -> str:

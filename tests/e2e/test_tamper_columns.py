@@ -19,15 +19,15 @@ from typing import Any
 
 import pytest
 
-from tests.checks import (
+from tests.clitools import (
     assert_verify_names,
     no_traceback,
     one_line,
+    run,
     sqlite_exec,
     sqlite_rows,
     verify_json,
 )
-from tests.robust.helpers import run
 from tests.seeded import BODY_MARKER
 
 

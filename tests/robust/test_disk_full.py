@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.robust.helpers import (
+from tests.clitools import (
     clean_env,
     cli_verify_ok,
     file_size_limit,

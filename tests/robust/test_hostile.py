@@ -26,14 +26,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURE, chunk
-from tests.robust.helpers import (
+from tests.clitools import (
     Run,
     one_error_line,
     run,
     sqlite_url,
     state,
 )
+from tests.conftest import FIXTURE, chunk
 from tests.seeded import SEED, seed_ledger
 
 TIMEOUT = 60  # /dev/zero and named pipes must not hang: a hang fails here

@@ -26,8 +26,8 @@ from ledger.core.transcript import (
 )
 from ledger.ingest.transcripts import load_annotated
 from tests import dbtools
-from tests.conftest import chunk, write_jsonl
-from tests.robust.helpers import ROOT, cli_verify_ok, one_error_line, run
+from tests.clitools import cli_verify_ok, one_error_line, run
+from tests.conftest import ROOT, chunk, write_jsonl
 from tests.seeded import seed_ledger
 
 PLAIN = ROOT / "fixtures" / "transcripts" / "plain.jsonl"
