@@ -179,7 +179,7 @@ REVIEWED = {
 
 
 def _in_process(*args: str) -> tuple[int, str, str]:
-    from tests.robust.test_review_fuzz import ledger_main
+    from tests.robust.test_fuzz_cli_parsers import ledger_main
 
     return ledger_main(*args)
 
