@@ -287,3 +287,60 @@ def empty_db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path): 
     url = _new_database_url(request, backend, tmp_path, "empty")
     yield url
     dbtools.drop(url)
+
+
+# --------------------------------------------------------------------------
+# The seeded ledger (tests/seeded.py): the fixture ingested, its request as
+# grants and policy (budget 170), and, where said, pack 1 as of 2026-07-21.
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def seeded_template(tmp_path_factory: pytest.TempPathFactory, module_backend: str):  # type: ignore[no-untyped-def]
+    """Entries 1-3 of the seeded ledger (no pack), once per module and backend."""
+    from tests import dbtools
+    from tests.seeded import seed_ledger
+
+    db = dbtools.new_ledger(tmp_path_factory.mktemp("seeded"), module_backend)
+    seed_ledger(db, build=False)
+    yield db
+    dbtools.drop(db)
+
+
+@pytest.fixture
+def seeded(seeded_template: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A copy of a ledger holding entries 1-3 of the seeded ledger (budget 170),
+    on each backend."""
+    from tests import dbtools
+
+    db = dbtools.copy_ledger(seeded_template, tmp_path / "ledger.db")
+    yield db
+    dbtools.drop(db)
+
+
+@pytest.fixture(scope="module")
+def seeded_file_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A seeded SQLite ledger file, once per module: 1 ingest, 2 grant, 3 policy,
+    4 pack 1, 5 ingest of the secret chunk (tests/seeded.py's BODY_MARKER), 6 pack 2."""
+    from tests.seeded import make_seeded_file
+
+    return make_seeded_file(tmp_path_factory.mktemp("seeded"), secret=True)
+
+
+@pytest.fixture
+def seeded_file(seeded_file_base: Path, tmp_path: Path) -> Path:
+    """This test's own byte copy of `seeded_file_base` (tmp_path/ledger.db)."""
+    from tests.seeded import copy_file
+
+    return copy_file(seeded_file_base, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def seeded_sqlite_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A seeded SQLite ledger file with pack 1 (entries 1-4), shared by a module's
+    tests, which copy it before they write."""
+    from tests.seeded import make_seeded_file
+
+    path = make_seeded_file(tmp_path_factory.mktemp("seeded"))
+    assert not Path(str(path) + "-wal").exists()  # checkpointed: no WAL left
+    return path

@@ -11,6 +11,7 @@ import pytest
 
 import ledger
 from tests.conftest import ROOT, chunk, ledger_json, run_ledger
+from tests.seeded import seed_open_ledger
 
 SEED = ROOT / "fixtures" / "seed001-chunks.json"
 UPDATE = ROOT / "fixtures" / "demo-update.jsonl"
@@ -113,9 +114,7 @@ def test_records_in_memory_are_ingested_all_or_nothing(db_url: str) -> None:
 
 def test_batch_builds_and_transcript_free_errors(db_url: str, tmp_path: Path) -> None:
     with ledger.open(db_url) as lg:
-        lg.ingest_paths([SEED])
-        lg.grant("default", "policy-read", "state-read", "user-input", "public-read")
-        lg.set_policy(allow_trust=TRUST, budget=170)
+        seed_open_ledger(lg)
         lines = tmp_path / "nightly.jsonl"
         lines.write_text(
             '{"subject": "default", "as_of": "2026-07-21"}\n'

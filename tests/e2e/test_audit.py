@@ -42,14 +42,12 @@ from tests.conftest import chunk, ledger_json, run_ledger, write_jsonl
 from tests.e2e.test_build import (
     CHUNKS,
     CRP_V2,
-    REQUEST,
     build,
     content_digest,
     record_digest,
     ref,
-    seed_ledger,
-    trust_flags,
 )
+from tests.seeded import REQUEST, seed_ledger, trust_flags
 
 LATE_NOTE = chunk(
     id="late-note",
@@ -90,8 +88,7 @@ def history(tmp_path_factory: pytest.TempPathFactory, module_backend: str) -> It
     def ok(*args: str) -> None:
         run_ledger(*args, db=db, check=True)
 
-    seed_ledger(db)  # 1-3
-    ok("build", "--as-of", "2026-07-21")  # 4: pack 1
+    seed_ledger(db)  # 1-3, 4: pack 1
     ok("ingest", str(write_jsonl(folder / "v2.jsonl", [CRP_V2])))  # 5
     ok("subject", "grant", "default", "legal-read")  # 6
     ok("build", "--as-of", "2026-07-21")  # 7: pack 2
@@ -703,7 +700,7 @@ def test_applying_the_hint_admits_the_chunk(
 ) -> None:
     extra, budget, as_of, target, version, steps = HINT_CASES[case]
     db = new_db()
-    seed_ledger(db, budget=budget)
+    seed_ledger(db, budget=budget, build=False)
     if extra:
         run_ledger("ingest", str(write_jsonl(tmp_path / "extra.jsonl", extra)), db=db, check=True)
     before = build(db, "--as-of", as_of)
@@ -733,7 +730,6 @@ def test_hint_that_cannot_admit_says_so(new_db: Callable[..., str]) -> None:
     request admits it, and the hint names the chunk that was kept."""
     db = new_db()
     seed_ledger(db)
-    build(db, "--as-of", "2026-07-21")
     (mirror,) = why(db, "mirror-refund-policy")["versions"]
     hint = mirror["decisions"][0]["would_admit"]
     assert hint["admits"] is False

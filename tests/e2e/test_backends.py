@@ -7,39 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE, chunk, ledger_json, run_ledger, write_jsonl
+from tests.conftest import chunk, ledger_json, run_ledger, write_jsonl
+from tests.seeded import seed_ledger
 
 
 def _history(db: str, tmp_path: Path) -> dict[str, object]:
     """One ledger history, the same on any backend; returns every digest it made."""
-    run_ledger("ingest", str(FIXTURE), db=db, check=True)
-    run_ledger(
-        "subject",
-        "grant",
-        "default",
-        "policy-read",
-        "state-read",
-        "user-input",
-        "public-read",
-        db=db,
-        check=True,
-    )
-    run_ledger(
-        "policy",
-        "set",
-        "--allow-trust",
-        "application-policy",
-        "--allow-trust",
-        "confirmed-state",
-        "--allow-trust",
-        "approved-source",
-        "--allow-trust",
-        "user-input",
-        "--budget",
-        "170",
-        db=db,
-        check=True,
-    )
+    seed_ledger(db, build=False)
     first = ledger_json("build", "--as-of", "2026-07-21", db=db)
     update = write_jsonl(
         tmp_path / "update.jsonl",

@@ -23,10 +23,8 @@ import rfc8785
 
 from tests import dbtools
 from tests.conftest import FIXTURE, chunk, ledger_json, run_ledger, write_jsonl
-from tests.dbtools import copy_ledger, new_ledger
+from tests.seeded import REQUEST, SEED, trust_flags
 
-SEED = json.loads(FIXTURE.read_text(encoding="utf-8"))
-REQUEST = SEED["request"]
 CHUNKS = {c["id"]: c for c in SEED["chunks"]}
 TEXT_FIELDS = (
     "id",
@@ -105,45 +103,6 @@ def ref(rec: dict[str, Any]) -> dict[str, str]:
         "source_version": rec["source_version"],
         "record_digest": record_digest(rec),
     }
-
-
-def trust_flags(labels: list[str]) -> list[str]:
-    flags: list[str] = []
-    for label in labels:
-        flags += ["--allow-trust", label]
-    return flags
-
-
-def seed_ledger(db: str, budget: int = 170) -> None:
-    """Entries 1-3: ingest the fixture, grant its request's permissions to `default`,
-    allow its trust labels with `budget`."""
-    run_ledger("ingest", str(FIXTURE), db=db, check=True)
-    run_ledger("subject", "grant", "default", *REQUEST["granted_permissions"], db=db, check=True)
-    run_ledger(
-        "policy",
-        "set",
-        *trust_flags(REQUEST["allowed_trust"]),
-        "--budget",
-        str(budget),
-        db=db,
-        check=True,
-    )
-
-
-@pytest.fixture(scope="module")
-def seeded_template(tmp_path_factory: pytest.TempPathFactory, module_backend: str):  # type: ignore[no-untyped-def]
-    db = new_ledger(tmp_path_factory.mktemp("seeded"), module_backend)
-    seed_ledger(db)
-    yield db
-    dbtools.drop(db)
-
-
-@pytest.fixture
-def seeded(seeded_template: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A copy of a ledger holding entries 1-3 of `seed_ledger` (budget 170)."""
-    db = copy_ledger(seeded_template, tmp_path / "ledger.db")
-    yield db
-    dbtools.drop(db)
 
 
 def build(db: str, *args: str) -> dict[str, Any]:

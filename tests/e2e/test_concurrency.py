@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import FIXTURE, chunk, ledger_json, run_ledger, write_jsonl
+from tests.conftest import chunk, ledger_json, write_jsonl
+from tests.seeded import seed_ledger
 
 WRITERS = 8
 
@@ -26,34 +27,7 @@ def _popen(db: str, *args: str) -> subprocess.Popen[bytes]:
 
 
 def test_eight_concurrent_ingests_and_builds_keep_one_chain(db_url: str, tmp_path: Path) -> None:
-    run_ledger("ingest", str(FIXTURE), db=db_url, check=True)
-    run_ledger(
-        "subject",
-        "grant",
-        "default",
-        "policy-read",
-        "state-read",
-        "user-input",
-        "public-read",
-        db=db_url,
-        check=True,
-    )
-    run_ledger(
-        "policy",
-        "set",
-        "--allow-trust",
-        "application-policy",
-        "--allow-trust",
-        "confirmed-state",
-        "--allow-trust",
-        "approved-source",
-        "--allow-trust",
-        "user-input",
-        "--budget",
-        "170",
-        db=db_url,
-        check=True,
-    )
+    seed_ledger(db_url, build=False)
     before = ledger_json("verify", db=db_url)["entries"]
     files = []
     for w in range(WRITERS // 2):

@@ -30,8 +30,9 @@ import rfc8785
 from tests import dbtools
 from tests.conftest import chunk, run_ledger, write_jsonl
 from tests.dbtools import query
-from tests.e2e.test_build import CRP_V2, record_digest, seed_ledger, stored
+from tests.e2e.test_build import CRP_V2, record_digest, stored
 from tests.e2e.test_tamper import _entry_hash, tamper, verify
+from tests.seeded import seed_ledger
 
 NEW_CHUNK = chunk(id="audit-note", content="The auditor's note, ingested as entry 10.")
 
@@ -79,7 +80,7 @@ def base(tmp_path_factory: pytest.TempPathFactory, module_backend: str) -> Itera
 
     key, vkey = folder / "ledger.key", folder / "ledger.vkey"
     vkey.write_text(ok("keygen", "auditor.example/ledger", "-o", str(key)))
-    seed_ledger(db)  # 1-3
+    seed_ledger(db, build=False)  # 1-3
     ok("checkpoint", "--key", str(key), "-o", str(folder / "cp3.txt"))
     ok("build", "--as-of", "2026-07-21")  # 4
     ok("ingest", str(write_jsonl(folder / "v2.jsonl", [CRP_V2])))  # 5

@@ -16,7 +16,8 @@ import ledger
 from ledger.core import errors
 from ledger.core.reasons import REASONS, TABLE, Reason
 from ledger_cli.main import cli
-from tests.conftest import FIXTURE, ROOT
+from tests.conftest import ROOT
+from tests.seeded import seed_open_ledger
 
 DOCS = ROOT / "docs"
 REFERENCE = DOCS / "reference"
@@ -251,12 +252,7 @@ def test_the_core_readme_lists_each_module_once() -> None:
 def pack_json(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     db = tmp_path_factory.mktemp("docs") / "ledger.db"
     with ledger.open(str(db), create=True) as lg:
-        lg.ingest_paths([str(FIXTURE)])
-        lg.grant("default", "policy-read", "state-read", "user-input", "public-read")
-        lg.set_policy(
-            allow_trust=["application-policy", "confirmed-state", "approved-source", "user-input"],
-            budget=170,
-        )
+        seed_open_ledger(lg)
         return lg.build(as_of="2026-07-21").to_json()
 
 

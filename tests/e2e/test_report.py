@@ -52,8 +52,9 @@ import pytest
 
 from ledger.report.pack import PAGE_DISPLACED, page_hint
 from tests.conftest import chunk, ledger_json, run_ledger, write_jsonl
+from tests.dbtools import new_ledger
 from tests.e2e.report_browser import Chromium
-from tests.e2e.test_build import new_ledger
+from tests.seeded import seed_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 PWN = "<script>document.title='pwned'</script>"
@@ -236,24 +237,9 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     def ok(*args: str) -> None:
         run_ledger(*args, db=db, check=True)
 
-    run_ledger("ingest", str(ROOT / "fixtures" / "seed001-chunks.json"), db=db, check=True)  # 1
-    ok("ingest", str(write_jsonl(folder / "html1.jsonl", [HTML_V1])))  # 2
-    ok("subject", "grant", "default", "policy-read", "state-read", "user-input", "public-read")  # 3
-    ok(
-        "policy",
-        "set",
-        "--allow-trust",
-        "application-policy",
-        "--allow-trust",
-        "confirmed-state",
-        "--allow-trust",
-        "approved-source",
-        "--allow-trust",
-        "user-input",
-        "--budget",
-        "170",
-    )  # 4
-    ok("build", "--as-of", "2026-07-21")  # 5: pack 1
+    html1 = write_jsonl(folder / "html1.jsonl", [HTML_V1])
+    # 1 ingest, 2 ingest html1, 3 grant, 4 policy, 5 pack 1 (as of 2026-07-21)
+    seed_ledger(db, also_ingest=[[str(html1)]])
     update = [json.loads(line) for line in UPDATE.read_text(encoding="utf-8").splitlines()] + [
         HTML_V2
     ]

@@ -29,14 +29,8 @@ import rfc8785
 from tests import dbtools
 from tests.conftest import chunk, run_ledger, write_jsonl
 from tests.dbtools import query
-from tests.e2e.test_build import (
-    CRP_V2,
-    REQUEST,
-    content_digest,
-    record_digest,
-    seed_ledger,
-    stored,
-)
+from tests.e2e.test_build import CRP_V2, content_digest, record_digest, stored
+from tests.seeded import REQUEST, seed_ledger
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +42,7 @@ def base(tmp_path_factory: pytest.TempPathFactory, module_backend: str) -> Itera
     def ok(*args: str) -> str:
         return run_ledger(*args, db=db, check=True).stdout
 
-    seed_ledger(db)  # 1-3
+    seed_ledger(db, build=False)  # 1-3
     checkpoint_3 = ok("head").strip()
     ok("build", "--as-of", "2026-07-21")  # 4
     ok("ingest", str(write_jsonl(folder / "v2.jsonl", [CRP_V2])))  # 5

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE, ledger_json, run_ledger
+from tests.conftest import ledger_json, run_ledger
+from tests.seeded import seed_ledger
 from tests.transcript.factory import ExchangeSpec, build_transcript
 
 PRIORITIES = ["e001=pinned", "e004=pinned", "e003=aside", "e007=aside", "e010=aside"]
@@ -115,44 +116,11 @@ def test_exchanges_are_not_document_candidates_and_reannotation_adds_versions(
     db_url: str, annotated: tuple[Path, Path], tmp_path: Path
 ) -> None:
     src, sidecar = annotated
-    run_ledger("ingest", str(FIXTURE), db=db_url, check=True)
-    run_ledger(
-        "ingest",
-        "--format",
-        "transcript",
-        str(src),
-        "--priorities",
-        str(sidecar),
-        db=db_url,
-        check=True,
-    )
-    run_ledger(
-        "subject",
-        "grant",
-        "default",
-        "policy-read",
-        "state-read",
-        "user-input",
-        "public-read",
-        "transcript-read",
-        db=db_url,
-        check=True,
-    )
-    run_ledger(
-        "policy",
-        "set",
-        "--allow-trust",
-        "application-policy",
-        "--allow-trust",
-        "confirmed-state",
-        "--allow-trust",
-        "approved-source",
-        "--allow-trust",
-        "user-input",
-        "--budget",
-        "170",
-        db=db_url,
-        check=True,
+    seed_ledger(
+        db_url,
+        build=False,
+        also_ingest=[["--format", "transcript", str(src), "--priorities", str(sidecar)]],
+        extra_grants=["transcript-read"],
     )
     doc = ledger_json("build", "--as-of", "2026-07-21", db=db_url)
     assert doc["candidates"] == 11  # the fixture's chunks only, pinned exchanges do not fail it

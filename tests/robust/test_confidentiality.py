@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import chunk
-from tests.robust.helpers import ROOT, SEED, Run, run, write_lines
+from tests.clitools import Run, run, write_lines
+from tests.conftest import ROOT, chunk
+from tests.seeded import SEED
 
 MARKER = "ZEBRA-CONFIDENTIAL-4f9a2c"
 OTHER = "OKAPI-CONFIDENTIAL-77e1d0"  # a body that is refused, never stored

@@ -26,14 +26,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from tests.robust.helpers import (
+from tests.clitools import (
     clean_env,
     cli_verify_ok,
     count_versions,
     ledger_cmd,
     pack_numbers,
     run,
-    seed_ledger,
     sqlite_url,
     verify_ok,
     write_generated,
@@ -155,25 +154,17 @@ def ingest_small(url: str, path: Path, expected_seq: int) -> None:
     assert summary.batch == expected_seq
 
 
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A checkpointed SQLite ledger (no WAL left) holding the seed fixture, its
-    grants and policy, and one pack: the starting point of every ingest trial."""
-    path = tmp_path_factory.mktemp("seeded") / "ledger.db"
-    seed_ledger(sqlite_url(path))
-    assert not Path(str(path) + "-wal").exists()
-    return path
-
-
-def test_sigkill_during_ingest_leaves_all_or_nothing(seeded: Path, tmp_path: Path) -> None:
+def test_sigkill_during_ingest_leaves_all_or_nothing(
+    seeded_sqlite_base: Path, tmp_path: Path
+) -> None:
     rng = random.Random(SEED)
     big = write_generated(tmp_path / "big.jsonl", LINES, "crash-", "Crash-test body " * 8)
-    base_entries = verify_ok(sqlite_url(seeded))
+    base_entries = verify_ok(sqlite_url(seeded_sqlite_base))
     follow = write_generated(tmp_path / "follow.jsonl", 3, "follow-")
 
     def fresh(trial: int) -> tuple[Path, str]:
         db = tmp_path / f"trial-{trial}.db"
-        shutil.copyfile(seeded, db)
+        shutil.copyfile(seeded_sqlite_base, db)
         return db, sqlite_url(db)
 
     db, url = fresh(0)

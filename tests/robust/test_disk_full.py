@@ -26,20 +26,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.robust.helpers import (
-    SEED_GRANTS,
-    SEED_TRUST,
+from tests.clitools import (
     clean_env,
     cli_verify_ok,
     file_size_limit,
     ledger_cmd,
     one_error_line,
     run,
-    seed_ledger,
     sqlite_url,
     state,
     write_generated,
 )
+from tests.seeded import SEED_GRANTS, SEED_TRUST
 
 METHODS = ("rlimit", "tmpfs")
 DB_FAILURE = ("database or disk is full", "disk I/O error")
@@ -131,13 +129,6 @@ def wal_peak(cmd: list[str], wal: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("seeded") / "ledger.db"
-    seed_ledger(sqlite_url(path))
-    return path
-
-
-@pytest.fixture(scope="module")
 def big_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """10,000 records, about 6 MB: more than the small disk holds."""
     folder = tmp_path_factory.mktemp("input")
@@ -145,9 +136,11 @@ def big_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ingest_wal(seeded: Path, big_input: Path, tmp_path_factory: pytest.TempPathFactory) -> int:
+def ingest_wal(
+    seeded_sqlite_base: Path, big_input: Path, tmp_path_factory: pytest.TempPathFactory
+) -> int:
     copy = tmp_path_factory.mktemp("calibrate") / "ledger.db"
-    shutil.copyfile(seeded, copy)
+    shutil.copyfile(seeded_sqlite_base, copy)
     return wal_peak(ledger_cmd("ingest", str(big_input), db=copy), Path(str(copy) + "-wal"))
 
 
@@ -160,12 +153,12 @@ def assert_database_failure(result) -> str:  # type: ignore[no-untyped-def]
 
 
 def test_ingest_on_a_full_disk(
-    disk: SmallDisk, seeded: Path, big_input: Path, ingest_wal: int
+    disk: SmallDisk, seeded_sqlite_base: Path, big_input: Path, ingest_wal: int
 ) -> None:
     # tmpfs: the database and a third of what the run writes; rlimit: a third per file.
-    size = seeded.stat().st_size
+    size = seeded_sqlite_base.stat().st_size
     preexec = disk.fill_at(size + ingest_wal // 3 if disk.method == "tmpfs" else ingest_wal // 3)
-    db = disk.move_in(seeded, "ledger.db")
+    db = disk.move_in(seeded_sqlite_base, "ledger.db")
     before = state(sqlite_url(db))
     result = run("ingest", str(big_input), db=db, preexec_fn=preexec)
     assert_database_failure(result)
@@ -312,7 +305,7 @@ def test_transcript_export_on_a_full_disk(disk: SmallDisk, tmp_path: Path) -> No
 
 
 def test_pack_json_on_a_full_disk(disk: SmallDisk, tmp_path: Path) -> None:
-    from tests.robust.helpers import SEED
+    from tests.seeded import SEED
 
     fixture = json.loads(json.dumps(SEED))
     for item in fixture["chunks"]:

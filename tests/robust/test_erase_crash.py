@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tests import dbtools
+from tests.clitools import ledger_cmd, run, verify_ok
 from tests.conftest import chunk, write_jsonl
-from tests.robust.helpers import ledger_cmd, run, verify_ok
 from tests.robust.test_crash import SEED, calibrate, integrity_check, kill_moment, run_and_kill
 
 VERSIONS = 1_500

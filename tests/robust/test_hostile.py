@@ -26,16 +26,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURE, chunk
-from tests.robust.helpers import (
-    SEED,
+from tests.clitools import (
     Run,
     one_error_line,
     run,
-    seed_ledger,
     sqlite_url,
     state,
 )
+from tests.conftest import FIXTURE, chunk
+from tests.seeded import SEED, seed_ledger
 
 TIMEOUT = 60  # /dev/zero and named pipes must not hang: a hang fails here
 # The refusals run in a child process each: a hostile input may not take the test
@@ -232,7 +231,7 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> str:
     `stored version, other content` case)."""
     folder = tmp_path_factory.mktemp("hostile")
     url = sqlite_url(folder / "ledger.db")
-    seed_ledger(url)
+    seed_ledger(url, init=True)
     (folder / "alpha.jsonl").write_bytes(text() + b"\n")
     run("ingest", str(folder / "alpha.jsonl"), db=url, check=True)
     return url

@@ -32,11 +32,10 @@ from hypothesis import strategies as st
 
 from ledger.tokens import counter_id, text_counter
 from tests import dbtools
-from tests.conftest import FIXTURE, ledger_json, run_ledger, write_jsonl
+from tests.conftest import ledger_json, run_ledger, write_jsonl
+from tests.seeded import SEED, seed_ledger
 
 ENCODINGS = ("cl100k_base", "o200k_base")
-SEED = json.loads(FIXTURE.read_text(encoding="utf-8"))
-REQUEST = SEED["request"]
 
 
 @contextmanager
@@ -193,15 +192,6 @@ def test_utf8_bytes_counter_counts_bytes() -> None:
 # --------------------------------------------------------------------------
 
 
-def _seed(db: str) -> None:
-    run_ledger("ingest", str(FIXTURE), db=db, check=True)
-    run_ledger("subject", "grant", "default", *REQUEST["granted_permissions"], db=db, check=True)
-    flags: list[str] = []
-    for label in REQUEST["allowed_trust"]:
-        flags += ["--allow-trust", label]
-    run_ledger("policy", "set", *flags, "--budget", "170", db=db, check=True)
-
-
 def _cache_rows(db: str) -> dict[tuple[str, str, str], int]:
     rows = dbtools.query(
         db,
@@ -218,7 +208,7 @@ def _all(data: dict[str, Any]) -> list[dict[str, Any]]:
 def test_build_with_cl100k_costs_caches_and_names_the_counter(
     db_url: str, tmp_path: Path, reference: dict[str, tiktoken.Encoding]
 ) -> None:
-    _seed(db_url)
+    seed_ledger(db_url, build=False)
     enc = reference["cl100k_base"]
     contents = {c["id"]: c["content"] for c in SEED["chunks"]}
     truth = {cid: len(enc.encode(text, disallowed_special=())) for cid, text in contents.items()}
@@ -296,7 +286,7 @@ CHUNK_VERSION = {c["id"]: c["source_version"] for c in SEED["chunks"]}
 def test_counters_give_different_input_digests(
     db_url: str, reference: dict[str, tiktoken.Encoding]
 ) -> None:
-    _seed(db_url)
+    seed_ledger(db_url, build=False)
     packs = {
         # Bytes run far above tokens: a budget every counter fits in.
         name: ledger_json(
@@ -322,7 +312,7 @@ def test_batch_keeps_counts_of_a_failed_line(
 ) -> None:
     """With --keep-going a failed line is rolled back alone; the counts made
     while costing it are valid and stay cached for the lines after it."""
-    _seed(db_url)
+    seed_ledger(db_url, build=False)
     batch = write_jsonl(
         tmp_path / "b.jsonl",
         [

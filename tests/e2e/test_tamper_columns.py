@@ -6,7 +6,7 @@ tampered types and undecodable bodies are named by `verify` (exit 4), and
 recomputes the digests of the rows it uses; `ledger head` on a fresh ledger is a
 checkpoint `verify --checkpoint` accepts.
 
-The seeded ledger (tests/robust/review.py): 1 ingest, 2 grant, 3 policy,
+The seeded ledger (tests/seeded.py, fixture `seeded_file`): 1 ingest, 2 grant, 3 policy,
 4 pack 1, 5 ingest (secret-note), 6 pack 2.
 """
 
@@ -19,20 +19,16 @@ from typing import Any
 
 import pytest
 
-from tests.robust.helpers import run
-from tests.robust.review import (
-    BODY_MARKER,
+from tests.clitools import (
     assert_verify_names,
     no_traceback,
     one_line,
-    seeded,
-    seeded_base,
+    run,
     sqlite_exec,
     sqlite_rows,
     verify_json,
 )
-
-__all__ = ["seeded", "seeded_base"]
+from tests.seeded import BODY_MARKER
 
 
 def _not_crashing(db: Path, *args: str) -> None:
@@ -50,15 +46,15 @@ def _not_crashing(db: Path, *args: str) -> None:
 # --------------------------------------------------------------------------
 
 
-def test_invalid_utf8_in_a_body_is_tampering_named_by_entry(seeded: Path) -> None:
+def test_invalid_utf8_in_a_body_is_tampering_named_by_entry(seeded_file: Path) -> None:
     """One invalid byte made verify and why-evicted print the whole body
     (`Could not decode to UTF-8 column 'content' with text '...'`), exit 1."""
     sqlite_exec(
-        seeded,
+        seeded_file,
         "UPDATE chunk_versions SET content = CAST(CAST(content AS BLOB) || X'FF' "
         "AS TEXT) WHERE chunk_id = 'secret-note'",
     )
-    data = assert_verify_names(seeded, 5)
+    data = assert_verify_names(seeded_file, 5)
     assert "secret-note" in data["first_bad"]["why"] and "UTF-8" in data["first_bad"]["why"]
     for args in (
         ("verify",),
@@ -66,7 +62,7 @@ def test_invalid_utf8_in_a_body_is_tampering_named_by_entry(seeded: Path) -> Non
         ("export", "2", "--with-content"),
         ("why-evicted", "secret-note", "--hints", "none"),
     ):
-        result = run(*args, db=seeded)
+        result = run(*args, db=seeded_file)
         no_traceback(result)
         assert BODY_MARKER not in result.stdout + result.stderr, args
         assert result.returncode in (0, 4), (args, result.returncode, result.stderr)
@@ -125,11 +121,11 @@ TYPE_TAMPERING = [
 @pytest.mark.parametrize(
     "sql, seq", [(s, q) for _, s, q in TYPE_TAMPERING], ids=[n for n, _, _ in TYPE_TAMPERING]
 )
-def test_type_tampering_is_named_and_nothing_crashes(seeded: Path, sql: str, seq: int) -> None:
+def test_type_tampering_is_named_and_nothing_crashes(seeded_file: Path, sql: str, seq: int) -> None:
     """verify crashed (exit 1, traceback) instead of naming the entry; show,
     build and export crashed too."""
-    sqlite_exec(seeded, sql)
-    assert_verify_names(seeded, seq)
+    sqlite_exec(seeded_file, sql)
+    assert_verify_names(seeded_file, seq)
     for args in (
         ("show", "1"),
         ("show", "1", "--json"),
@@ -139,8 +135,8 @@ def test_type_tampering_is_named_and_nothing_crashes(seeded: Path, sql: str, seq
         ("replay", "1"),
         ("why-evicted", "refund-faq"),
     ):
-        _not_crashing(seeded, *args)
-    result = run("build", "--as-of", "2026-07-21", db=seeded)
+        _not_crashing(seeded_file, *args)
+    result = run("build", "--as-of", "2026-07-21", db=seeded_file)
     no_traceback(result)
     assert result.returncode in (0, 1, 4), result.stderr
 
@@ -161,36 +157,38 @@ BUILD_TAMPERING = [
     "assignment", [a for _, a in BUILD_TAMPERING], ids=[n for n, _ in BUILD_TAMPERING]
 )
 def test_build_names_the_version_whose_stored_field_has_the_wrong_type(
-    seeded: Path, assignment: str
+    seeded_file: Path, assignment: str
 ) -> None:
     (version,) = sqlite_rows(
-        seeded, "SELECT source_version FROM chunk_versions WHERE chunk_id = 'refund-faq'"
+        seeded_file, "SELECT source_version FROM chunk_versions WHERE chunk_id = 'refund-faq'"
     )[0]
-    sqlite_exec(seeded, f"UPDATE chunk_versions SET {assignment} WHERE chunk_id = 'refund-faq'")
-    before = sqlite_rows(seeded, "SELECT count(*) FROM packs")
-    line = one_line(run("build", "--as-of", "2026-07-21", db=seeded), 4)
+    sqlite_exec(
+        seeded_file, f"UPDATE chunk_versions SET {assignment} WHERE chunk_id = 'refund-faq'"
+    )
+    before = sqlite_rows(seeded_file, "SELECT count(*) FROM packs")
+    line = one_line(run("build", "--as-of", "2026-07-21", db=seeded_file), 4)
     assert f"chunk refund-faq@{version} (entry " in line, line
     assert "a stored field has the wrong type" in line and "ledger verify" in line, line
-    assert sqlite_rows(seeded, "SELECT count(*) FROM packs") == before
+    assert sqlite_rows(seeded_file, "SELECT count(*) FROM packs") == before
 
 
-def test_build_refuses_a_blob_in_a_candidate_column(seeded: Path) -> None:
+def test_build_refuses_a_blob_in_a_candidate_column(seeded_file: Path) -> None:
     sqlite_exec(
-        seeded,
+        seeded_file,
         "UPDATE chunk_versions SET trust = CAST(trust AS BLOB) WHERE chunk_id = 'refund-faq'",
     )
-    line = one_line(run("build", "--as-of", "2026-07-21", db=seeded), 4)
+    line = one_line(run("build", "--as-of", "2026-07-21", db=seeded_file), 4)
     assert "BLOB" in line and "ledger verify" in line, line
 
 
-def test_two_alembic_version_rows_are_one_line(seeded: Path) -> None:
+def test_two_alembic_version_rows_are_one_line(seeded_file: Path) -> None:
     """`init` gave an Alembic traceback."""
     sqlite_exec(
-        seeded,
+        seeded_file,
         "INSERT INTO alembic_version (version_num) SELECT version_num || 'x' FROM alembic_version",
     )
     for args in (("init",), ("packs",), ("verify",)):
-        line = one_line(run(*args, db=seeded), 1)
+        line = one_line(run(*args, db=seeded_file), 1)
         assert "alembic_version" in line, line
 
 
@@ -231,10 +229,10 @@ COVERAGE = [
 @pytest.mark.parametrize(
     "sql, seq", [(s, q) for _, s, q in COVERAGE], ids=[n for n, _, _ in COVERAGE]
 )
-def test_verify_covers_what_show_displays(seeded: Path, sql: str, seq: int) -> None:
+def test_verify_covers_what_show_displays(seeded_file: Path, sql: str, seq: int) -> None:
     """Forged values showed in `show --json` while verify said ok."""
-    sqlite_exec(seeded, sql)
-    assert_verify_names(seeded, seq)
+    sqlite_exec(seeded_file, sql)
+    assert_verify_names(seeded_file, seq)
 
 
 # Columns not covered by any digest, each with the reason. Every other column
@@ -349,21 +347,23 @@ def _verify_in_process(db: Path) -> bool:
         engine.dispose()
 
 
-def test_every_column_is_covered_by_a_digest_or_listed(seeded_base: Path, tmp_path: Path) -> None:
+def test_every_column_is_covered_by_a_digest_or_listed(
+    seeded_file_base: Path, tmp_path: Path
+) -> None:
     """Structural: a column that verify does not cover must be listed above with
     its reason; a listed column that verify does cover is a stale entry."""
     uncovered, stale = [], []
-    columns = _columns(seeded_base)
+    columns = _columns(seeded_file_base)
     assert ("packs", "selector_version") in columns and ("batches", "sources") in columns
     for table, column in columns:
-        if not sqlite_rows(seeded_base, f'SELECT 1 FROM "{table}" LIMIT 1'):
+        if not sqlite_rows(seeded_file_base, f'SELECT 1 FROM "{table}" LIMIT 1'):
             # An empty table (the token-count cache of a ledger built with the
             # records' estimates): nothing to change, so it must be listed.
             if (table, column) not in UNHASHED:
                 uncovered.append(f"{table}.{column} (empty here: cannot be checked)")
             continue
         db = tmp_path / f"{table}.{column}.db"
-        shutil.copyfile(seeded_base, db)
+        shutil.copyfile(seeded_file_base, db)
         if table == "merkle_nodes":
             continue  # to confirm by the lead: a cache of the entry hashes (proofs branch)
         _tamper(db, table, column)
@@ -386,26 +386,27 @@ def test_every_column_is_covered_by_a_digest_or_listed(seeded_base: Path, tmp_pa
 # --------------------------------------------------------------------------
 
 
-def test_replay_recomputes_the_digests_it_uses(seeded: Path) -> None:
+def test_replay_recomputes_the_digests_it_uses(seeded_file: Path) -> None:
     """After a content byte changed behind the ledger's back, `replay 1` said
     "pack 1 reproduces exactly" (verify did catch it)."""
     sqlite_exec(
-        seeded,
+        seeded_file,
         "UPDATE chunk_versions SET content = 'X' || substr(content, 2) "
         "WHERE chunk_id = 'refund-faq'",
     )
-    result = run("replay", "1", db=seeded)
+    result = run("replay", "1", db=seeded_file)
     no_traceback(result)
     assert result.returncode == 4, (result.stdout, result.stderr)
     assert "refund-faq" in result.stdout + result.stderr
     assert "reproduces exactly" not in result.stdout
 
 
-def test_replay_catches_a_changed_field(seeded: Path) -> None:
+def test_replay_catches_a_changed_field(seeded_file: Path) -> None:
     sqlite_exec(
-        seeded, "UPDATE chunk_versions SET priority = priority + 1 WHERE chunk_id = 'refund-faq'"
+        seeded_file,
+        "UPDATE chunk_versions SET priority = priority + 1 WHERE chunk_id = 'refund-faq'",
     )
-    result = run("replay", "1", db=seeded)
+    result = run("replay", "1", db=seeded_file)
     no_traceback(result)
     assert result.returncode == 4, result.stdout
 
@@ -420,20 +421,27 @@ def test_head_of_a_fresh_ledger_is_a_checkpoint_verify_accepts(tmp_path: Path) -
     assert verify_json(db)["ok"] is True
 
 
-def test_tokens_outside_jsons_safe_range_are_named_not_a_crash(seeded: Path) -> None:
+def test_tokens_outside_jsons_safe_range_are_named_not_a_crash(seeded_file: Path) -> None:
     """Under a real counter a decision's tokens are not compared with the
     version's estimate: 2**60 in an eviction crashed verify while it wrote the
     eviction's entry (RFC 8785 has no such integer)."""
     built = run(
-        "build", "--as-of", "2026-07-21", "--counter", "utf8-bytes", "--budget", "2000", db=seeded
+        "build",
+        "--as-of",
+        "2026-07-21",
+        "--counter",
+        "utf8-bytes",
+        "--budget",
+        "2000",
+        db=seeded_file,
     )
     assert built.returncode == 0, built.stderr
     sqlite_exec(
-        seeded,
+        seeded_file,
         f"UPDATE decisions SET tokens = {2**60} WHERE pack_no = 3 AND vid = "
         "(SELECT min(vid) FROM decisions WHERE pack_no = 3 AND status != 0)",
     )
-    data = assert_verify_names(seeded, 7)
+    data = assert_verify_names(seeded_file, 7)
     assert "safe integer range" in data["first_bad"]["why"]
     for args in (("show", "3"), ("replay", "3"), ("export", "3")):
-        _not_crashing(seeded, *args)
+        _not_crashing(seeded_file, *args)

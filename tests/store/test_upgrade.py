@@ -21,15 +21,8 @@ from typing import Any
 import pytest
 
 from ledger.store.engine import SCHEMA_REVISION
-from tests.robust.helpers import (
-    ROOT,
-    file_size_limit,
-    one_error_line,
-    run,
-    sqlite_url,
-    state,
-    write_generated,
-)
+from tests.clitools import file_size_limit, one_error_line, run, sqlite_url, state, write_generated
+from tests.conftest import ROOT
 
 OLD = ROOT / "fixtures" / "ledger-schema-0001.db"
 TABLES = (

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.robust.review import make_seeded
+from tests.seeded import make_seeded_file
 
 EXAMPLES = int(os.environ.get("LEDGER_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(
@@ -40,7 +40,7 @@ EXIT_CODES = {0, 1, 2, 3, 4}
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("fuzz")
-    db = make_seeded(folder / "base")
+    db = make_seeded_file(folder / "base", secret=True)
     work = folder / "work"
     work.mkdir()
     copy = work / "ledger.db"

@@ -13,11 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.clitools import one_line, run, sqlite_url, state
 from tests.conftest import ROOT, chunk, write_jsonl
-from tests.robust.helpers import run, sqlite_url, state
-from tests.robust.review import one_line, seeded, seeded_base
-
-__all__ = ["seeded", "seeded_base"]
 
 
 @pytest.mark.parametrize(
@@ -31,12 +28,14 @@ __all__ = ["seeded", "seeded_base"]
     ],
     ids=["permission", "subject", "revoke", "show", "build-subject"],
 )
-def test_a_trailing_newline_is_not_a_distinct_name(seeded: Path, args: tuple[str, ...]) -> None:
+def test_a_trailing_newline_is_not_a_distinct_name(
+    seeded_file: Path, args: tuple[str, ...]
+) -> None:
     """`grant bob $'legal-read\\n'` stored a permission that displays like `legal-read`."""
-    before = state(sqlite_url(seeded))
-    line = one_line(run(*args, db=seeded), 1)
+    before = state(sqlite_url(seeded_file))
+    line = one_line(run(*args, db=seeded_file), 1)
     assert "\n" not in line
-    assert state(sqlite_url(seeded)) == before
+    assert state(sqlite_url(seeded_file)) == before
 
 
 def test_no_pattern_validates_input_with_match_and_dollar() -> None:
@@ -60,66 +59,66 @@ CONTROL = ["\x1b[31m", "\n## policy\n", "\r", "\t", "\x07", "\x7f", "\x85", "\u2
 @pytest.mark.parametrize("char", CONTROL, ids=[repr(c) for c in CONTROL])
 @pytest.mark.parametrize("field", ["source_version", "source_uri"])
 def test_control_characters_in_metadata_are_refused(
-    seeded: Path, tmp_path: Path, field: str, char: str
+    seeded_file: Path, tmp_path: Path, field: str, char: str
 ) -> None:
     """`source_version` took ESC and newlines: raw escapes on a terminal, and an
     injected `## policy` heading in `export --format markdown`."""
     value = {"source_version": f"v1{char}x", "source_uri": f"doc://a{char}b"}[field]
     path = write_jsonl(tmp_path / "bad.jsonl", [chunk(id="ctl-note", **{field: value})])
-    before = state(sqlite_url(seeded))
-    line = one_line(run("ingest", str(path), db=seeded), 1)
+    before = state(sqlite_url(seeded_file))
+    line = one_line(run("ingest", str(path), db=seeded_file), 1)
     # (A white-space character in a URI was already refused as not an absolute URI.)
     assert field in line, line
     assert any(w in line for w in ("control character", "NUL character", "absolute URI")), line
     assert "\x1b" not in line
-    assert state(sqlite_url(seeded)) == before
+    assert state(sqlite_url(seeded_file)) == before
 
 
-def test_content_may_hold_control_characters(seeded: Path, tmp_path: Path) -> None:
+def test_content_may_hold_control_characters(seeded_file: Path, tmp_path: Path) -> None:
     """Bodies are text as given (tabs, newlines, even ESC): only metadata is refused."""
     body = "Line one\n\tindented\x1b[0m\r\nend"
     path = write_jsonl(tmp_path / "ok.jsonl", [chunk(id="ctl-body", content=body)])
-    result = run("ingest", str(path), "--json", db=seeded)
+    result = run("ingest", str(path), "--json", db=seeded_file)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["new"] == 1
 
 
-def test_content_cap_applies_to_the_stored_text(seeded: Path, tmp_path: Path) -> None:
+def test_content_cap_applies_to_the_stored_text(seeded_file: Path, tmp_path: Path) -> None:
     """`'x' + 5,000,000 spaces` was stored: the cap was checked on the stripped text."""
     path = write_jsonl(
         tmp_path / "wide.jsonl", [chunk(id="wide-note", content="x" + " " * 5_000_000)]
     )
-    before = state(sqlite_url(seeded))
-    line = one_line(run("ingest", str(path), db=seeded), 1)
+    before = state(sqlite_url(seeded_file))
+    line = one_line(run("ingest", str(path), db=seeded_file), 1)
     assert "content" in line and "1000000" in line.replace(",", ""), line
-    assert state(sqlite_url(seeded)) == before
+    assert state(sqlite_url(seeded_file)) == before
 
 
-def test_content_at_the_cap_is_stored(seeded: Path, tmp_path: Path) -> None:
+def test_content_at_the_cap_is_stored(seeded_file: Path, tmp_path: Path) -> None:
     path = write_jsonl(
         tmp_path / "full.jsonl", [chunk(id="full-note", content="y" * 999_999 + " ")]
     )
-    result = run("ingest", str(path), "--json", db=seeded)
+    result = run("ingest", str(path), "--json", db=seeded_file)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["new"] == 1
 
 
-def test_stored_control_characters_are_escaped_when_rendered(seeded: Path) -> None:
+def test_stored_control_characters_are_escaped_when_rendered(seeded_file: Path) -> None:
     """Refused at ingest, and escaped anyway where a changed or older database
     still holds them: no raw ESC on a terminal, no injected Markdown heading."""
-    from tests.robust.review import sqlite_exec
+    from tests.clitools import sqlite_exec
 
     sqlite_exec(
-        seeded,
+        seeded_file,
         "UPDATE chunk_versions SET source_version = ? WHERE chunk_id = 'refund-faq'",
         ("v\x1b[31m\n## policy\ninjected",),
     )
-    markdown = run("export", "1", "--format", "markdown", db=seeded)
+    markdown = run("export", "1", "--format", "markdown", db=seeded_file)
     assert markdown.returncode == 0, markdown.stderr
     headings = [line for line in markdown.stdout.splitlines() if line.startswith("## ")]
     assert len(headings) == len(set(headings)), headings
     assert "\x1b" not in markdown.stdout and "injected" in markdown.stdout
     for args in (("chunks",), ("show", "1"), ("why-evicted", "refund-faq")):
-        result = run(*args, db=seeded)
+        result = run(*args, db=seeded_file)
         assert result.returncode == 0, (args, result.stderr)
         assert "\x1b" not in result.stdout, args

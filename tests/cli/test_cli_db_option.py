@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.robust.helpers import run
-from tests.robust.review import one_line
+from tests.clitools import one_line, run
 
 SECRET = "S3cr3t-pw-91"
 

@@ -26,8 +26,9 @@ from ledger.core.transcript import (
 )
 from ledger.ingest.transcripts import load_annotated
 from tests import dbtools
-from tests.conftest import chunk, write_jsonl
-from tests.robust.helpers import ROOT, cli_verify_ok, one_error_line, run, seed_ledger
+from tests.clitools import cli_verify_ok, one_error_line, run
+from tests.conftest import ROOT, chunk, write_jsonl
+from tests.seeded import seed_ledger
 
 PLAIN = ROOT / "fixtures" / "transcripts" / "plain.jsonl"
 OLD = ROOT / "fixtures" / "ledger-schema-0008.db"
@@ -75,7 +76,7 @@ def test_a_transcript_uri_does_not_take_a_required_chunk_out_of_document_packs(
     db_url: str, tmp_path: Path
 ) -> None:
     """The required policy chunk was never a candidate: build succeeded without it."""
-    seed_ledger(db_url)
+    seed_ledger(db_url, init=True)
     run("ingest", str(write_jsonl(tmp_path / "rule.jsonl", [RULE])), db=db_url, check=True)
     pack = _json("build", "--as-of", "2026-07-21", db=db_url)
     assert "data-rule" in [a["id"] for a in pack["admitted"]], pack["admitted"]
@@ -143,7 +144,7 @@ def test_verify_names_a_changed_scope(db_url: str, tmp_path: Path) -> None:
     transcript is tampering, exit 4, naming the version's ingest entry."""
     chat = tmp_path / "chat.jsonl"
     shutil.copyfile(PLAIN, chat)
-    seed_ledger(db_url)
+    seed_ledger(db_url, init=True)
     run("ingest", str(write_jsonl(tmp_path / "rule.jsonl", [RULE])), db=db_url, check=True)
     run("ingest", "--format", "transcript", str(chat), db=db_url, check=True)
     cli_verify_ok(db_url)

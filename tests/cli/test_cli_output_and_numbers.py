@@ -16,10 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.robust.helpers import Run, pack_numbers, run, seed_ledger, sqlite_url
-from tests.robust.review import no_traceback, one_line, seeded, seeded_base
-
-__all__ = ["seeded", "seeded_base"]
+from tests.clitools import Run, no_traceback, one_line, pack_numbers, run, sqlite_url
+from tests.seeded import seed_ledger
 
 PRINTING = [
     ("packs",),
@@ -52,9 +50,9 @@ def _closed(args: tuple[str, ...], db: Path | str) -> Run:
 
 
 @pytest.mark.parametrize("args", PRINTING, ids=lambda a: "-".join(a))
-def test_stdout_on_a_full_device_is_one_line(seeded: Path, args: tuple[str, ...]) -> None:
+def test_stdout_on_a_full_device_is_one_line(seeded_file: Path, args: tuple[str, ...]) -> None:
     """`>/dev/full` gave an OSError traceback in every printing command."""
-    result = _to_full(args, seeded)
+    result = _to_full(args, seeded_file)
     no_traceback(result)
     assert result.returncode == 1, (result.returncode, result.stderr)
     lines = result.stderr.splitlines()
@@ -66,9 +64,9 @@ def test_stdout_on_a_full_device_is_one_line(seeded: Path, args: tuple[str, ...]
     [("export", "1"), ("verify", "--json"), ("show", "1", "--json"), ("packs", "--json")],
     ids=lambda a: "-".join(a),
 )
-def test_a_closed_stdout_fails(seeded: Path, args: tuple[str, ...]) -> None:
+def test_a_closed_stdout_fails(seeded_file: Path, args: tuple[str, ...]) -> None:
     """With stdout closed, `export` and `verify --json` wrote nothing and exited 0."""
-    result = _closed(args, seeded)
+    result = _closed(args, seeded_file)
     no_traceback(result)
     assert result.returncode == 1, (result.returncode, result.stderr)
     assert "standard output" in result.stderr
@@ -77,29 +75,29 @@ def test_a_closed_stdout_fails(seeded: Path, args: tuple[str, ...]) -> None:
 @pytest.mark.parametrize("how", ["full", "closed"])
 @pytest.mark.parametrize("json_flag", [(), ("--json",)], ids=["text", "json"])
 def test_build_says_its_pack_was_recorded(
-    seeded: Path, how: str, json_flag: tuple[str, ...]
+    seeded_file: Path, how: str, json_flag: tuple[str, ...]
 ) -> None:
     """`build >/dev/full` exited 1 although the pack was committed: a retry
     recorded it twice."""
-    before = pack_numbers(sqlite_url(seeded))
+    before = pack_numbers(sqlite_url(seeded_file))
     args = ("build", "--as-of", "2026-07-21", *json_flag)
-    result = _to_full(args, seeded) if how == "full" else _closed(args, seeded)
+    result = _to_full(args, seeded_file) if how == "full" else _closed(args, seeded_file)
     no_traceback(result)
-    after = pack_numbers(sqlite_url(seeded))
+    after = pack_numbers(sqlite_url(seeded_file))
     assert after == before + [before[-1] + 1]
     assert result.returncode == 0, result.stderr
     line = result.stderr.strip().splitlines()[-1]
     assert f"pack {after[-1]}" in line and "recorded" in line and "standard output" in line, line
 
 
-def test_build_batch_says_its_packs_were_recorded(seeded: Path, tmp_path: Path) -> None:
+def test_build_batch_says_its_packs_were_recorded(seeded_file: Path, tmp_path: Path) -> None:
     batch = tmp_path / "b.jsonl"
     batch.write_text(
         '{"subject": "default", "as_of": "2026-07-21"}\n'
         '{"subject": "default", "as_of": "2026-07-22"}\n'
     )
-    before = pack_numbers(sqlite_url(seeded))
-    result = _to_full(("build", "--batch", str(batch)), seeded)
+    before = pack_numbers(sqlite_url(seeded_file))
+    result = _to_full(("build", "--batch", str(batch)), seeded_file)
     no_traceback(result)
     assert result.returncode == 0, result.stderr
     n = before[-1]
@@ -119,7 +117,7 @@ PACK_COMMANDS = [
 
 @pytest.fixture
 def ledger_db(db_url: str) -> str:
-    seed_ledger(db_url)
+    seed_ledger(db_url, init=True)
     return db_url
 
 
@@ -139,11 +137,11 @@ def test_pack_numbers_out_of_range_name_no_pack(
 @pytest.mark.parametrize("text", ["²", "１", "٣", "0", "1e3", "+1", "1_000"])
 @pytest.mark.parametrize("template", PACK_COMMANDS[:4], ids=lambda t: t[0])
 def test_pack_arguments_that_are_not_numbers(
-    seeded: Path, template: tuple[str, ...], text: str
+    seeded_file: Path, template: tuple[str, ...], text: str
 ) -> None:
     """`show ²` gave a ValueError (`isdigit()` is true for `²`)."""
     args = tuple(a.replace("{}", text) for a in template)
-    result = run(*args, db=seeded)
+    result = run(*args, db=seeded_file)
     one_line(result, 3 if text == "0" else 2)
 
 
@@ -181,7 +179,7 @@ REVIEWED = {
 
 
 def _in_process(*args: str) -> tuple[int, str, str]:
-    from tests.robust.test_review_fuzz import ledger_main
+    from tests.robust.test_fuzz_cli_parsers import ledger_main
 
     return ledger_main(*args)
 
@@ -260,16 +258,18 @@ RECORDING = [
 
 
 @pytest.mark.parametrize("args", RECORDING, ids=lambda a: "-".join(a[:2]))
-def test_every_recording_command_says_what_it_recorded(seeded: Path, args: tuple[str, ...]) -> None:
+def test_every_recording_command_says_what_it_recorded(
+    seeded_file: Path, args: tuple[str, ...]
+) -> None:
     """Like `build`: `policy set`, `grant`, `revoke`, `retract` and `ingest` commit
     their entry, then printed; with stdout on a full device they exited 1, so a
     retry recorded a second policy or retraction entry."""
     update = str(Path(__file__).resolve().parents[2] / "fixtures" / "demo-update.jsonl")
     argv = tuple(a.replace("{update}", update) for a in args)
-    before = int(run("head", db=seeded, check=True).stdout.split(":")[0])
-    result = _to_full(argv, seeded)
+    before = int(run("head", db=seeded_file, check=True).stdout.split(":")[0])
+    result = _to_full(argv, seeded_file)
     no_traceback(result)
-    after = int(run("head", db=seeded, check=True).stdout.split(":")[0])
+    after = int(run("head", db=seeded_file, check=True).stdout.split(":")[0])
     assert after == before + 1, (before, after, result.stderr)
     assert result.returncode == 0, result.stderr
     line = result.stderr.strip().splitlines()[-1]

@@ -1,5 +1,9 @@
-"""What the robustness tests share: the CLI in a subprocess (with a timeout and
-resource limits), the state of a ledger on either backend, generated inputs."""
+"""What the command-line tests share: the CLI run as a user runs it (in process,
+or in a subprocess with a timeout and resource limits), the state of a ledger on
+either backend, generated inputs, the checks of "one line, the right exit code,
+no traceback", `verify`'s answer, and raw tampering of a SQLite ledger through
+the driver, as an attacker with the file would. (The seeded ledger they run on
+is tests/seeded.py's.)"""
 
 from __future__ import annotations
 
@@ -7,22 +11,17 @@ import json
 import os
 import resource
 import signal
+import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import inspect, text
 
-from tests.conftest import FIXTURE, chunk, run_in_process
-
-ROOT = Path(__file__).resolve().parents[2]
-SEED = json.loads(FIXTURE.read_text(encoding="utf-8"))
-# The seed-001 request as ledger commands (grants and policy).
-SEED_GRANTS = ("policy-read", "state-read", "user-input", "public-read")
-SEED_TRUST = ("application-policy", "confirmed-state", "approved-source", "user-input")
+from tests.conftest import chunk, run_in_process
 
 
 @dataclass(frozen=True)
@@ -236,11 +235,65 @@ def write_lines(path: Path, lines: Iterable[bytes]) -> Path:
     return path
 
 
-def seed_ledger(url: str) -> None:
-    """The seed-001 fixture, its request as grants and policy, and one pack."""
-    run("init", db=url, check=True)
-    run("ingest", str(FIXTURE), db=url, check=True)
-    run("subject", "grant", "default", *SEED_GRANTS, db=url, check=True)
-    args = [a for t in SEED_TRUST for a in ("--allow-trust", t)]
-    run("policy", "set", *args, "--budget", "170", db=url, check=True)
-    run("build", "--as-of", "2026-07-21", db=url, check=True)
+def sqlite_exec(db: Path | str, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Tamper through sqlite3 itself, as an attacker with the file would."""
+    con = sqlite3.connect(str(db))
+    try:
+        con.execute(sql, params)
+        con.commit()
+    finally:
+        con.close()
+
+
+def sqlite_rows(db: Path | str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(str(db))
+    try:
+        return [tuple(r) for r in con.execute(sql, params)]
+    finally:
+        con.close()
+
+
+def no_traceback(result: Run) -> None:
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "Traceback" not in result.stdout, result.stdout[-3000:]
+
+
+def one_line(result: Run, code: int, prefix: str = "error: ") -> str:
+    """Exit `code`, nothing on stdout, one line on stderr starting with `prefix`."""
+    no_traceback(result)
+    assert result.returncode == code, (result.args, result.returncode, result.stderr[-2000:])
+    assert result.stdout == "", result.stdout[:500]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr[-2000:]
+    assert lines[0].startswith(prefix), lines[0]
+    return lines[0]
+
+
+def verify_json(db: Path | str) -> dict[str, Any]:
+    """`ledger verify --json` (exit 0 or 4, never a traceback): its parsed answer."""
+    result = run("verify", "--json", db=db)
+    no_traceback(result)
+    assert result.returncode in (0, 4), (result.returncode, result.stderr[-2000:])
+    data: dict[str, Any] = json.loads(result.stdout)
+    assert (result.returncode == 0) == data["ok"], data
+    return data
+
+
+def assert_verify_names(db: Path | str, seq: int) -> dict[str, Any]:
+    """verify fails (exit 4) and names entry `seq` as the first bad one."""
+    data = verify_json(db)
+    assert data["ok"] is False, data
+    assert data["first_bad"]["seq"] == seq, data
+    plain = run("verify", db=db)
+    no_traceback(plain)
+    assert plain.returncode == 4, plain.stderr
+    assert f"entry {seq}" in plain.stdout, plain.stdout
+    return data
+
+
+def file_bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
+
+
+def iter_files(folder: Path) -> Iterator[Path]:
+    yield from sorted(p for p in folder.rglob("*"))

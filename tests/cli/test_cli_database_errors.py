@@ -19,11 +19,9 @@ from typing import Any
 
 import pytest
 
+from tests.clitools import no_traceback, one_line, run, sqlite_url, state
 from tests.conftest import chunk, write_jsonl
-from tests.robust.helpers import run, sqlite_url, state
-from tests.robust.review import BODY_MARKER, no_traceback, one_line, seeded, seeded_base
-
-__all__ = ["seeded", "seeded_base"]
+from tests.seeded import BODY_MARKER
 
 BODY = "Body-of-a-new-chunk-0c41e2: never in a message"
 
@@ -38,11 +36,10 @@ def pg_ledger(pg_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
     import psycopg
 
     from tests import dbtools, pgserver
-    from tests.robust.helpers import seed_ledger
-    from tests.robust.review import SECRET_CHUNK
+    from tests.seeded import SECRET_CHUNK, seed_ledger
 
     url = pgserver.create_database(pg_server, f"review_{os.getpid()}_{uuid.uuid4().hex[:8]}")
-    seed_ledger(url)
+    seed_ledger(url, init=True)
     folder = tmp_path_factory.mktemp("pgsecret")
     run("ingest", str(write_jsonl(folder / "s.jsonl", [SECRET_CHUNK])), db=url, check=True)
     name = url.rsplit("/", 1)[1]
@@ -93,27 +90,27 @@ def test_postgresql_errors_are_one_line_without_parameters(
     assert ("read-only" in line) if how == "read-only-transaction" else ("privilege" in line), line
 
 
-def test_sqlite_read_only_database_is_not_a_full_disk(seeded: Path, tmp_path: Path) -> None:
+def test_sqlite_read_only_database_is_not_a_full_disk(seeded_file: Path, tmp_path: Path) -> None:
     """The read-only-database error advised freeing disk space."""
-    url = f"sqlite:///file:{seeded}?mode=ro&uri=true"
-    before = state(sqlite_url(seeded))
+    url = f"sqlite:///file:{seeded_file}?mode=ro&uri=true"
+    before = state(sqlite_url(seeded_file))
     result = run("ingest", str(_new_chunks(tmp_path)), db=url)
     line = one_line(result, 1)
     assert "read-only" in line and "free disk space" not in line, line
     assert BODY not in result.stderr
-    assert state(sqlite_url(seeded)) == before
+    assert state(sqlite_url(seeded_file)) == before
 
 
-def test_existing_tables_without_a_schema_revision(seeded: Path) -> None:
+def test_existing_tables_without_a_schema_revision(seeded_file: Path) -> None:
     """`init` on a ledger whose alembic_version was dropped said "table entries
     already exists" and advised freeing disk space."""
     import sqlite3
 
-    con = sqlite3.connect(seeded)
+    con = sqlite3.connect(seeded_file)
     con.execute("DROP TABLE alembic_version")
     con.commit()
     con.close()
-    line = one_line(run("init", db=seeded), 1)
+    line = one_line(run("init", db=seeded_file), 1)
     assert "free disk space" not in line, line
     assert "not a ledger" in line or "schema" in line, line
 
@@ -173,8 +170,8 @@ def _error_paths(tmp_path: Path, db: Path) -> list[tuple[tuple[str, ...], str | 
     ]
 
 
-def test_no_error_path_prints_a_body(seeded: Path, tmp_path: Path) -> None:
-    for args, db in _error_paths(tmp_path, seeded):
+def test_no_error_path_prints_a_body(seeded_file: Path, tmp_path: Path) -> None:
+    for args, db in _error_paths(tmp_path, seeded_file):
         result = run(*args, db=db)
         no_traceback(result)
         assert result.returncode != 0, (args, result.stdout[:300])

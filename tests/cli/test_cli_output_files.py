@@ -13,11 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.clitools import no_traceback, one_line, run, verify_json
 from tests.conftest import FIXTURE
-from tests.robust.helpers import run
-from tests.robust.review import no_traceback, one_line, seeded, seeded_base, verify_json
-
-__all__ = ["seeded", "seeded_base"]
 
 
 def _digest(path: Path) -> str:
@@ -38,48 +35,48 @@ WRITERS = [
     "alias", ["same-path", "relative", "hard-link", "symlink", "wal", "shm", "linked-folder-wal"]
 )
 def test_output_never_aliases_the_database(
-    seeded: Path, writer: tuple[str, ...], alias: str
+    seeded_file: Path, writer: tuple[str, ...], alias: str
 ) -> None:
     """`export 1 -o ledger.db` replaced the whole ledger with the export and exited 0."""
-    folder = seeded.parent
-    before = _digest(seeded)
+    folder = seeded_file.parent
+    before = _digest(seeded_file)
     if alias == "same-path":
-        target = str(seeded)
+        target = str(seeded_file)
     elif alias == "relative":
         target = "./sub/../ledger.db"
         (folder / "sub").mkdir()
     elif alias == "hard-link":
-        os.link(seeded, folder / "alias.db")
+        os.link(seeded_file, folder / "alias.db")
         target = str(folder / "alias.db")
     elif alias == "symlink":
-        os.symlink(seeded, folder / "alias.db")
+        os.symlink(seeded_file, folder / "alias.db")
         target = str(folder / "alias.db")
     elif alias == "linked-folder-wal":
         os.symlink(folder, folder / "lnk")
         target = str(folder / "lnk" / "ledger.db-wal")  # not there yet: caught by resolving
     else:
-        target = f"{seeded}-{alias}"
-    result = run(*writer, target, db=seeded, cwd=folder)
+        target = f"{seeded_file}-{alias}"
+    result = run(*writer, target, db=seeded_file, cwd=folder)
     line = one_line(result, 1)
     assert "ledger.db" in line or "alias.db" in line, line
-    assert not Path(f"{seeded}-wal").exists()
-    assert _digest(seeded) == before
+    assert not Path(f"{seeded_file}-wal").exists()
+    assert _digest(seeded_file) == before
     if alias in ("wal", "shm", "linked-folder-wal"):
         # SQLite removes its companions when the last connection closes: the
         # export must not have left a file of its own under that name.
         assert not Path(target).exists()
-    assert verify_json(seeded)["ok"] is True
+    assert verify_json(seeded_file)["ok"] is True
 
 
 @pytest.mark.parametrize("writer", WRITERS[:3], ids=lambda w: "-".join(w[:2]))
 def test_output_that_is_a_fifo_is_refused_not_replaced(
-    seeded: Path, writer: tuple[str, ...]
+    seeded_file: Path, writer: tuple[str, ...]
 ) -> None:
     """As root, `report 1 -o /dev/null` replaced /dev/null with a regular file: a
     non-regular output (here a named pipe, which any user can make) is refused."""
-    fifo = seeded.parent / "pipe"
+    fifo = seeded_file.parent / "pipe"
     os.mkfifo(fifo)
-    result = run(*writer, str(fifo), db=seeded, timeout=60)
+    result = run(*writer, str(fifo), db=seeded_file, timeout=60)
     line = one_line(result, 1)
     assert "regular file" in line, line
     assert fifo.is_fifo()
