@@ -33,7 +33,7 @@ LEDGER := $(BIN)/ledger --db $(DEMO)/ledger.db
 demo: $(RUNTIME)
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== ledger init"; $(LEDGER) init
-	@echo; echo "== ledger ingest fixtures/seed001-chunks.json"; $(LEDGER) ingest fixtures/seed001-chunks.json
+	@echo; echo "== ledger ingest fixtures/support-chunks.json"; $(LEDGER) ingest fixtures/support-chunks.json
 	@echo; echo "== grants and policy: the fixture's permissions, trust labels and budget"
 	@$(LEDGER) subject grant default policy-read state-read user-input public-read
 	@$(LEDGER) policy set --allow-trust application-policy --allow-trust confirmed-state --allow-trust approved-source --allow-trust user-input --budget 170

@@ -91,7 +91,7 @@ def ingest_command(
     source_version with any other difference is refused (versions are immutable).
 
     \b
-    ledger ingest fixtures/seed001-chunks.json
+    ledger ingest fixtures/support-chunks.json
     ledger ingest --json exports/*.jsonl
     ledger ingest --format transcript chat.jsonl --priorities chat.priorities.json
     ledger ingest --format transcript --from claude-code SESSION.jsonl --priorities p.json

@@ -26,7 +26,7 @@ MAX_SELECT_INPUT = 64 << 20  # bytes of stdin `ledger select` reads at most
 
 
 def _default_fixture() -> str:
-    return str(files("ledger_fixtures").joinpath("seed001-chunks.json"))
+    return str(files("ledger_fixtures").joinpath("support-chunks.json"))
 
 
 def _read_fixture(path: Path) -> tuple[bytes, int]:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = ROOT / "fixtures" / "seed001-chunks.json"
+FIXTURE = ROOT / "fixtures" / "support-chunks.json"
 
 
 def run_ledger(

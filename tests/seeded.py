@@ -2,7 +2,7 @@
 
 `seed_ledger(db)` records, on a ledger that exists (or `init=True` makes it):
 
-    1  ingest fixtures/seed001-chunks.json (the pack fixture's eleven chunks)
+    1  ingest fixtures/support-chunks.json (the pack fixture's eleven chunks)
     2  grant `default` the fixture request's permissions
        (policy-read, state-read, user-input, public-read)
     3  policy: allow the request's four trust labels, budget 170

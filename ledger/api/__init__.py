@@ -2,7 +2,7 @@
 
     >>> import ledger
     >>> with ledger.open("ledger.db", create=True) as lg:       # doctest: +SKIP
-    ...     lg.ingest_paths(["fixtures/seed001-chunks.json"])
+    ...     lg.ingest_paths(["fixtures/support-chunks.json"])
     ...     pack = lg.build(as_of="2026-07-21")
 
 Every method opens its own transaction (writes are all or nothing) and returns a

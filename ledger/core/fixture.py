@@ -8,7 +8,7 @@ the reference does not have.
 
     >>> from importlib.resources import files
     >>> result = build_fixture_pack(files("ledger_fixtures").joinpath(
-    ...     "seed001-chunks.json").read_bytes())
+    ...     "support-chunks.json").read_bytes())
     >>> result.lines[0]
     'budget=170 used=162 remaining=8'
 """

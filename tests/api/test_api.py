@@ -13,7 +13,7 @@ import ledger
 from tests.conftest import ROOT, chunk, ledger_json, run_ledger
 from tests.seeded import seed_open_ledger
 
-SEED = ROOT / "fixtures" / "seed001-chunks.json"
+SEED = ROOT / "fixtures" / "support-chunks.json"
 UPDATE = ROOT / "fixtures" / "demo-update.jsonl"
 TRUST = ["application-policy", "confirmed-state", "approved-source", "user-input"]
 

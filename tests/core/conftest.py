@@ -15,7 +15,7 @@ import pytest
 
 from ledger.core.select import Candidate, Request
 
-FIXTURE_BYTES = files("ledger_fixtures").joinpath("seed001-chunks.json").read_bytes()
+FIXTURE_BYTES = files("ledger_fixtures").joinpath("support-chunks.json").read_bytes()
 
 
 def _candidate(**overrides: Any) -> Candidate:

@@ -112,7 +112,7 @@ def test_wheel_ships_renamed_packages_and_data(installed: Installed) -> None:
         "ledger_migrations/env.py",
         "ledger_migrations/script.py.mako",
         "ledger_migrations/versions/0001_initial.py",
-        "ledger_fixtures/seed001-chunks.json",
+        "ledger_fixtures/support-chunks.json",
     ):
         assert required in names, required
     assert any(n.startswith("ledger/schemas/") and n.endswith(".json") for n in names), (
@@ -164,7 +164,7 @@ def test_init_ingest_chunks_from_another_folder(installed: Installed) -> None:
             installed.python,
             "-c",
             "import pathlib, ledger_fixtures; "
-            "print(pathlib.Path(ledger_fixtures.__file__).parent / 'seed001-chunks.json')",
+            "print(pathlib.Path(ledger_fixtures.__file__).parent / 'support-chunks.json')",
         ],
         cwd,
     ).stdout.strip()

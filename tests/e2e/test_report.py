@@ -855,7 +855,7 @@ def test_library_on_both_backends(db_url: str, tmp_path: Path) -> None:
 
     engine = make_engine(db_url)
     try:
-        ingest(engine, [str(ROOT / "fixtures" / "seed001-chunks.json")])
+        ingest(engine, [str(ROOT / "fixtures" / "support-chunks.json")])
         ingest(engine, [str(write_jsonl(tmp_path / "h.jsonl", [HTML_V1]))])
         change_grants(
             engine, "default", ["policy-read", "state-read", "user-input", "public-read"], "grant"
