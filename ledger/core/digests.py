@@ -37,8 +37,9 @@ T = TypeVar("T")
 # not the subject itself, only the grants it held.
 INPUT_KEYS = ("as_of", "budget", "counter", "grants", "policy", "selector_version")
 # Present only when a build has them, so the packs recorded before each existed
-# keep their digests: a scope other than documents, a retrieval's record.
-OPTIONAL_INPUT_KEYS = ("scope", "retrieval")
+# keep their digests: a scope other than documents, a retrieval's record, the
+# reinstatements in force (`[id, reinstate entry, from date]`, by id then entry).
+OPTIONAL_INPUT_KEYS = ("scope", "retrieval", "reinstatements")
 
 Retractions = Mapping[str, Sequence[tuple[int, str]]]
 

@@ -65,6 +65,8 @@ __all__ = [
     "CANDIDATE_FIELDS",
     "CANDIDATE_ROW",
     "DEFAULT_ORDER",
+    "ORDER_V1",
+    "SELECTOR_V1",
     "REASONS",
     "SECTION_ORDER",
     "SELECTOR_VERSION",
@@ -83,14 +85,20 @@ __all__ = [
     "first_failed_gate",
     "gate_detail",
     "identity",
+    "order_of_version",
+    "output_v1",
     "retraction_of",
     "select",
     "select_fast",
     "select_plain",
+    "standing",
     "version_rank",
 ]
 
-SELECTOR_VERSION = "ledger-selector-1"
+# The rules a pack was decided by (docs/reference/gates.md, "Selector versions").
+# A pack replays under its own version's rules; a changed rule is a new version.
+SELECTOR_V1 = "ledger-selector-1"  # output order without the retrieval rank
+SELECTOR_VERSION = "ledger-selector-2"  # output order: section, required, rank, priority
 SECTION_ORDER = SECTIONS
 _SECTION_RANK = {name: rank for rank, name in enumerate(SECTION_ORDER)}
 
@@ -130,8 +138,12 @@ class Request:
     budget: int
     supersede: bool = True
     # Gate 5 (the ledger): chunk id -> ((retract entry, from date), ...) of the
-    # retractions at or before the build's ledger mark (`retraction_of`).
+    # retractions at or before the build's ledger mark (`retraction_of`), and
+    # likewise the reinstatements that undo the retractions written before them.
     retractions: Mapping[str, tuple[tuple[int, str], ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    reinstatements: Mapping[str, tuple[tuple[int, str], ...]] = field(
         default_factory=lambda: MappingProxyType({})
     )
 
@@ -181,12 +193,20 @@ def retraction_of(c: Candidate, request: Request) -> tuple[int, str] | None:
     """Gate 5: the retraction that removes version `c`, as (entry, from date), or None.
 
     A version is retracted by a retract entry written after it (entry greater
-    than its ingest_rank) from a date on or before as_of; of several, the first
-    entry names it (docs/reference/retention.md).
+    than its ingest_rank) from a date on or before as_of, unless a reinstate
+    entry written after that retraction is in force (from a date on or before
+    as_of); of several standing retractions, the first entry names it
+    (docs/reference/retention.md).
     """
     marks = request.retractions.get(c.id, ())
     hits = [(entry, day) for entry, day in marks if entry > c.ingest_rank and day <= request.as_of]
-    return min(hits, default=None)
+    if not hits:
+        return None
+    undone_before = max(
+        (entry for entry, day in request.reinstatements.get(c.id, ()) if day <= request.as_of),
+        default=0,
+    )
+    return min((hit for hit in hits if hit[0] > undone_before), default=None)
 
 
 def version_rank(c: Candidate) -> tuple[str, int, str]:
@@ -230,8 +250,23 @@ def default_preference(c: Candidate) -> tuple[Any, ...]:
 
 
 def default_output(c: Candidate) -> tuple[Any, ...]:
-    """The output order: section, required before optional, priority high first,
-    then identity."""
+    """The output order: section, required before optional, (a retrieval
+    build's) rank best first, priority high first, then identity: a model reads
+    the best match first. A plain build's candidates all have rank 0."""
+    return (
+        _SECTION_RANK.get(c.section, len(SECTION_ORDER)),
+        not c.required,
+        c.rank,
+        -c.priority,
+        c.id,
+        c.source_version,
+        c.record_digest,
+    )
+
+
+def output_v1(c: Candidate) -> tuple[Any, ...]:
+    """The output order of selector version 1 (no rank): the packs recorded
+    under it replay in it."""
     return (
         _SECTION_RANK.get(c.section, len(SECTION_ORDER)),
         not c.required,
@@ -255,6 +290,21 @@ class Order:
 
 
 DEFAULT_ORDER = Order()
+ORDER_V1 = Order(output=output_v1)
+
+
+def order_of_version(selector_version: str) -> Order:
+    """The document order a selector version decides by (an unknown version is
+    refused: a pack must never replay under rules it was not built by)."""
+    if selector_version == SELECTOR_VERSION:
+        return DEFAULT_ORDER
+    if selector_version == SELECTOR_V1:
+        return ORDER_V1
+    raise InputError(
+        f"selector_version: {selector_version!r} is not a selector this ledger knows "
+        f"({SELECTOR_V1}, {SELECTOR_VERSION})",
+        param="selector_version",
+    )
 
 
 def weighing_key(order: Order) -> Callable[[Candidate], Any]:
@@ -350,10 +400,26 @@ def select_plain(
     )
 
 
-def gates_1_to_4(cands: list[Candidate], request: Request, evicted: _Evicted) -> list[int]:
-    """Gates 1-4, each candidate alone; a required candidate that fails them
-    fails the build (`required_failure`). After them: a retraction is a
-    deliberate act, an ordinary eviction."""
+def standing(
+    candidates: Iterable[Candidate], request: Request
+) -> tuple[list[Candidate], list[Eviction]]:
+    """Gates 1-6 alone, and no build failure for a required chunk: the versions
+    a build with `request` could give (at most one per id), and the first gate
+    that keeps out each other. The built-in retriever ranks only the first;
+    `why` reads the second for a chunk the pack never considered."""
+    cands = sorted(candidates, key=identity)
+    evicted: _Evicted = {}
+    passed = _each_through_gates_1_to_4(cands, request, evicted)
+    if request.retractions:
+        passed = gate_5_retracted(cands, passed, request, evicted)
+    if request.supersede:
+        passed = gate_6_superseded(cands, passed, evicted)
+    return [cands[i] for i in passed], [evicted[i] for i in sorted(evicted)]
+
+
+def _each_through_gates_1_to_4(
+    cands: list[Candidate], request: Request, evicted: _Evicted
+) -> list[int]:
     passed = []
     for i, c in enumerate(cands):
         reason = first_failed_gate(c, request)
@@ -361,6 +427,14 @@ def gates_1_to_4(cands: list[Candidate], request: Request, evicted: _Evicted) ->
             passed.append(i)
         else:
             evicted[i] = Eviction(c, reason, gate_detail(c, reason))
+    return passed
+
+
+def gates_1_to_4(cands: list[Candidate], request: Request, evicted: _Evicted) -> list[int]:
+    """Gates 1-4, each candidate alone; a required candidate that fails them
+    fails the build (`required_failure`). After them: a retraction is a
+    deliberate act, an ordinary eviction."""
+    passed = _each_through_gates_1_to_4(cands, request, evicted)
     failed = [e for e in evicted.values() if e.candidate.required]
     error = required_failure(failed, [cands[i] for i in passed], request.supersede)
     if error is not None:
@@ -678,8 +752,9 @@ def _output_keys(taken: list[Candidate], order: Order) -> list[Any]:
     last = len(SECTION_ORDER)
     section = [_SECTION_RANK.get(c.section, last) for c in taken]
     optional = [0 if c.required else 1 for c in taken]
+    rank = [c.rank for c in taken]
     priority = [-c.priority for c in taken]
-    return _as_integers([section, optional, priority])
+    return _as_integers([section, optional, rank, priority])
 
 
 def _as_integers(columns: list[list[Any]]) -> list[Any]:

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, select
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.query import RetrievalRecord
 from ledger.core.reasons import check_date
-from ledger.core.select import DEFAULT_ORDER, SELECTOR_VERSION, Order, Request
+from ledger.core.select import SELECTOR_VERSION, Order, Request, order_of_version
 from ledger.core.transcript import (
     TRANSCRIPT_EFFECTIVE_FROM,
     TRANSCRIPT_ORDER,
@@ -52,6 +52,8 @@ class Inputs:
     retrieval: RetrievalRecord | None = None  # a retrieval build's ranked candidates
     # Gate 5: id -> ((retract entry, from date), ...) at or before `mark` (documents only).
     retractions: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+    # Gate 5: id -> ((reinstate entry, from date), ...) at or before `mark`.
+    reinstatements: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
     # The selector a recorded pack names (verify and replay read it back, so a
     # changed `packs.selector_version` changes the input digest they recompute).
     selector_version: str = SELECTOR_VERSION
@@ -72,6 +74,12 @@ class Inputs:
             data["scope"] = self.scope
         if self.retrieval is not None:  # plain builds keep their digests
             data["retrieval"] = self.retrieval.digest_value()
+        if self.reinstatements:  # as the retractions: [id, entry, from date], by id then entry
+            data["reinstatements"] = [
+                [chunk_id, entry, day]
+                for chunk_id, marks in sorted(self.reinstatements.items())
+                for entry, day in marks
+            ]
         return data
 
     @property
@@ -88,6 +96,7 @@ class Inputs:
             budget=self.budget,
             supersede=not self.is_transcript,
             retractions=self.retractions,
+            reinstatements=self.reinstatements,
         )
 
     def order(self) -> Order:
@@ -95,7 +104,7 @@ class Inputs:
         (pinned, normal, aside; oldest first)."""
         if self.is_transcript:
             return TRANSCRIPT_ORDER
-        return DEFAULT_ORDER
+        return order_of_version(self.selector_version)
 
 
 # The Inputs fields a pack row holds as they are, each under its column's name:

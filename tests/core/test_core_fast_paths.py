@@ -23,6 +23,7 @@ from ledger.core.candidates import (
 from ledger.core.context import UNRANKED, Candidate, Context
 from ledger.core.hints import HintPool
 from ledger.core.select import (
+    ORDER_V1,
     DEFAULT_ORDER,
     Order,
     Request,
@@ -92,6 +93,7 @@ requests = st.builds(
     budget=st.integers(min_value=0, max_value=300),
     supersede=st.booleans(),
     retractions=retractions,
+    reinstatements=retractions,
 )
 
 
@@ -102,6 +104,7 @@ def _own_order(c: Candidate) -> tuple[Any, ...]:
 orders = st.sampled_from(
     [
         DEFAULT_ORDER,
+        ORDER_V1,
         Order(preference=_own_order),
         Order(output=_own_order),
         Order(_own_order, _own_order),

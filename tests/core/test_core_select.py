@@ -46,7 +46,7 @@ def test_constants() -> None:
         "duplicate",
         "budget",
     )
-    assert SELECTOR_VERSION == "ledger-selector-1"
+    assert SELECTOR_VERSION == "ledger-selector-2"
 
 
 @pytest.mark.parametrize(
