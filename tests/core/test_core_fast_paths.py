@@ -23,8 +23,8 @@ from ledger.core.candidates import (
 from ledger.core.context import UNRANKED, Candidate, Context
 from ledger.core.hints import HintPool
 from ledger.core.select import (
-    ORDER_V1,
     DEFAULT_ORDER,
+    ORDER_V1,
     Order,
     Request,
     RequiredChunkError,
