@@ -228,20 +228,16 @@ class RetrievalRecord:
     """A retrieval build's record: the query and K, or the candidates file's
     digest, and the ranked list.
 
-    From a query every version of a ranked id is a candidate (`source_version`
-    names its best-matching version); from a file an item with a
-    `source_version` admits that version only.
+    From a query each ranked id names its one live version (selector version
+    2; version 1 named the best-matching version and took every version of the
+    id); from a file an item with a `source_version` offers that version only,
+    one without offers every version of the id.
     """
 
     query: str | None
     top: int | None
     candidates_digest: str | None
     ranked: tuple[Ranked, ...]
-
-    @property
-    def all_versions(self) -> bool:
-        """Whether every version of a ranked id is a candidate (a query build)."""
-        return self.query is not None
 
     def lowest_score(self) -> float | None:
         """The lowest score retrieved (None: nothing retrieved, or unscored)."""

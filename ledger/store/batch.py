@@ -22,8 +22,9 @@ from ledger.store.build import decide
 from ledger.store.candidates import candidates_for, load_candidates
 from ledger.store.chain import read_head
 from ledger.store.engine import write_transaction
-from ledger.store.inputs import check_counter, resolve_inputs, with_retrieval
+from ledger.store.inputs import check_counter, resolve_inputs
 from ledger.store.recording import record_pack
+from ledger.store.retriever import with_retrieval
 
 
 @dataclass

@@ -26,12 +26,12 @@ from ledger.store.inputs import (
     check_counter,
     resolve_inputs,
     transcript_inputs,
-    with_retrieval,
 )
 from ledger.store.recording import (
     Trace,
     record_pack,
 )
+from ledger.store.retriever import with_retrieval
 from ledger.tokens import ESTIMATED
 
 __all__ = ["build_pack", "build_transcript_pack", "decide"]

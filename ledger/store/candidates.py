@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from ledger.core.candidates import CANDIDATE_ROW, candidates_of_columns
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.records import EXCHANGE_SCOPE
-from ledger.core.select import Candidate
+from ledger.core.select import SELECTOR_V1, Candidate
 from ledger.store.engine import fetch_tuples
 from ledger.store.fulltext import apply_ranks, retrieval_filter
 from ledger.store.inputs import DOCUMENTS, TRANSCRIPT_SCOPE, Inputs
@@ -149,4 +149,7 @@ def candidates_for(
     if where is not None:
         condition = and_(condition, where)
     cands, vid_of = load_candidates(conn, inputs.mark, counter, inputs.scope, condition)
-    return apply_ranks(inputs.retrieval, cands), vid_of
+    # Selector version 1 took every version of an id its query ranked; version 2
+    # ranks one live version per id (ledger.store.retriever) and takes it alone.
+    every_version = inputs.retrieval.query is not None and inputs.selector_version == SELECTOR_V1
+    return apply_ranks(inputs.retrieval, cands, every_version), vid_of

@@ -31,13 +31,10 @@ from ledger.core.query import (
     MAX_WORD,
     MAX_WORDS,
     Query,
-    Ranked,
     RetrievalRecord,
-    check_top,
     index_terms,
     normalize_words,
     parse_candidates,
-    parse_query,
     round_score,
 )
 from ledger.core.tsvector import index_payload
@@ -356,49 +353,28 @@ def _hits(conn: Connection, query: Query, mark: int, section: str) -> tuple[str,
     )
 
 
-def best_ids(
-    conn: Connection, query: Query, *, top: int, mark: int, section: str = "evidence"
+def hits_page(
+    conn: Connection, query: Query, mark: int, offset: int, limit: int, section: str = "evidence"
 ) -> list[Hit]:
-    """The `top` best-matching chunk ids of a section at ledger time `mark` (document
-    scope), each with its best-scoring version; best first, ties by id."""
-    # Per id its best version: the highest score, then the newest version (vid).
+    """Matching versions of a section at ledger time `mark` (document scope),
+    best first (score, then id, then version id): `limit` of them from `offset`.
+    The retriever (`ledger.store.retriever`) reads them a page at a time."""
     rows = _on_hits(
         conn,
         (query, mark, section),
-        "SELECT vid, chunk_id, source_version, score FROM ("
-        "SELECT vid, chunk_id, source_version, score, ROW_NUMBER() OVER "
-        "(PARTITION BY chunk_id ORDER BY score DESC, vid DESC) AS n FROM hits) best "
-        "WHERE n = 1 ORDER BY score DESC, chunk_id LIMIT :top",
-        top=top,
+        "SELECT vid, chunk_id, source_version, score FROM hits "
+        "ORDER BY score DESC, chunk_id, vid LIMIT :limit OFFSET :offset",
+        limit=limit,
+        offset=offset,
     )
     return [Hit(r[0], r[1], r[2], round_score(float(r[3]))) for r in rows]
-
-
-def rank_of(
-    conn: Connection, query: Query, chunk_id: str, *, mark: int, section: str = "evidence"
-) -> tuple[int, float] | None:
-    """The rank (1-based) and best score `chunk_id` would have among the best
-    ids of `query` at `mark` (as `best_ids` orders them); None when it does not
-    match the query."""
-    row = _on_hits(
-        conn,
-        (query, mark, section),
-        ", best AS (SELECT chunk_id, MAX(score) AS score FROM hits GROUP BY chunk_id) "
-        "SELECT (SELECT COUNT(*) FROM best b WHERE b.score > t.score "
-        "OR (b.score = t.score AND b.chunk_id < t.chunk_id)) + 1, t.score "
-        "FROM best t WHERE t.chunk_id = :cid",
-        cid=chunk_id,
-    ).first()
-    if row is None:
-        return None
-    return int(row[0]), round_score(float(row[1]))
 
 
 def _on_hits(
     conn: Connection, where: tuple[Query, int, str], tail: str, **params: Any
 ) -> CursorResult[*tuple[Any, ...]]:
     """Run `tail` after the `hits` CTE of (query, mark, section), with its
-    parameters and `params`: the one way best_ids and rank_of read the hits."""
+    parameters and `params`: the one way the hits are read."""
     cte, hit_params = _hits(conn, *where)
     return conn.execute(text(cte + tail), {**hit_params, **params})
 
@@ -455,15 +431,6 @@ def outside_models(name: str | None, type_: str, parent_names: Any) -> bool:
 # --------------------------------------------------------------------------
 # Retrieval builds
 # --------------------------------------------------------------------------
-
-
-def retrieve_query(conn: Connection, query_text: str, top: int, mark: int) -> RetrievalRecord:
-    """The built-in retriever: the `top` best-matching evidence ids at `mark`."""
-    q = parse_query(query_text)
-    check_top(top)
-    hits = best_ids(conn, q, top=top, mark=mark)
-    ranked = tuple(Ranked(h.chunk_id, h.source_version, i, h.score) for i, h in enumerate(hits, 1))
-    return RetrievalRecord(query=q.text, top=top, candidates_digest=None, ranked=ranked)
 
 
 def retrieve_file(conn: Connection, path: str, mark: int) -> RetrievalRecord:
@@ -535,14 +502,17 @@ def retrieval_filter(record: RetrievalRecord) -> Any:
     return or_(c.section.in_(["policy", "state", "current-input"]), c.chunk_id.in_(ids))
 
 
-def apply_ranks(record: RetrievalRecord, candidates: list[Candidate]) -> list[Candidate]:
-    """The candidates of a retrieval build with their ranks: ranked ids (or the
-    named versions) get their rank; evidence that was not ranked is dropped
-    (another version of a file's named one); other sections are UNRANKED."""
+def apply_ranks(
+    record: RetrievalRecord, candidates: list[Candidate], all_versions: bool = False
+) -> list[Candidate]:
+    """The candidates of a retrieval build with their ranks: the named versions
+    (every version of an id named without one, or of every ranked id with
+    `all_versions`) get their rank; evidence that was not ranked is dropped;
+    other sections are UNRANKED."""
     by_id: dict[str, int] = {}
     by_version: dict[tuple[str, str], int] = {}
     for r in record.ranked:
-        if r.source_version is None or record.all_versions:
+        if r.source_version is None or all_versions:
             by_id.setdefault(r.id, r.rank)
         else:
             by_version[(r.id, r.source_version)] = r.rank

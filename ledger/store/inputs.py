@@ -1,9 +1,9 @@
 """A build's inputs: everything it decides from besides the candidates.
 
 The grants, policy, budget and retractions in force at a ledger time
-(`resolve_inputs`), a transcript continuation's (`transcript_inputs`), and a
-retrieval build's ranked list (`with_retrieval`). What they mean for the digests:
-docs/reference/digests.md.
+(`resolve_inputs`) and a transcript continuation's (`transcript_inputs`); a
+retrieval build's ranked list is added by `ledger.store.retriever`. What they
+mean for the digests: docs/reference/digests.md.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import Connection, select
@@ -28,7 +28,6 @@ from ledger.core.transcript import (
 )
 from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
 from ledger.store.chain import read_head
-from ledger.store.fulltext import DEFAULT_TOP, retrieve_data, retrieve_file, retrieve_query
 from ledger.store.packs import retrieval_of, snapshot_of
 from ledger.store.schema import retractions
 from ledger.tokens import COUNTERS, ESTIMATED, counter_id
@@ -217,38 +216,6 @@ def transcript_inputs(
         mark=mark,
         scope=TRANSCRIPT_SCOPE + source_version,
     )
-
-
-def with_retrieval(
-    conn: Connection,
-    inputs: Inputs,
-    query: str | None = None,
-    top: int | None = None,
-    candidates: str | bytes | None = None,
-) -> Inputs:
-    """The inputs of a retrieval build (`query` and its `top`, or a `candidates`
-    file; bytes: the candidates file's content, given in memory), or the inputs
-    unchanged for a plain build."""
-    if query is not None and candidates is not None:
-        raise InputError("query, candidates: two retrievers; give one", param="candidates")
-    if query is not None:
-        record = retrieve_query(conn, query, DEFAULT_TOP if top is None else top, inputs.mark)
-    elif candidates is not None:
-        if top is not None:
-            raise InputError(
-                "top: goes with query (a candidates file is already ranked)", param="top"
-            )
-        if isinstance(candidates, bytes):
-            record = retrieve_data(conn, candidates, "candidates", inputs.mark)
-        else:
-            record = retrieve_file(conn, candidates, inputs.mark)
-    elif top is not None:
-        raise InputError("top: goes with query", param="top")
-    else:
-        return inputs
-    if inputs.is_transcript:
-        raise InputError("a transcript continuation is not a retrieval build")
-    return replace(inputs, retrieval=record)
 
 
 def check_counter(counter: str) -> str:

@@ -27,14 +27,9 @@ from ledger.core.why import (
     order_found,
 )
 from ledger.store.candidates import candidates_for
-from ledger.store.fulltext import (
-    Hit,
-    closest_terms,
-    rank_of,
-    retrieve_query,
-    search_versions,
-)
-from ledger.store.inputs import resolve_inputs, with_retrieval
+from ledger.store.fulltext import Hit, closest_terms, search_versions
+from ledger.store.inputs import resolve_inputs
+from ledger.store.retriever import rank_of, retrieve_query, with_retrieval
 from ledger.store.schema import packs, versions
 
 MAX_LIMIT = 1000
@@ -292,13 +287,13 @@ def _retrieve_hint(conn: Connection, inputs: Any, row: Any, queries: list[Query]
     retrieve its id (the pack's query when the version matches it, else the
     asked text), then whatever else the selector needs to admit it."""
     for query in queries:
-        ranked = rank_of(conn, query, row.chunk_id, mark=inputs.mark)
+        ranked = rank_of(conn, query, row.chunk_id, inputs)
         if ranked is not None:
             break
     else:
         return {"target": None, "steps": [], "admits": False}
     top = max(ranked[0], inputs.retrieval.top or 0)
-    record = retrieve_query(conn, query.text, top, inputs.mark)
+    record = retrieve_query(conn, query.text, top, inputs)
     step = {"kind": "retrieve", "query": query.text, "top": top}
     return _simulated_hint(conn, replace(inputs, retrieval=record), row.record_digest, step)
 

@@ -65,7 +65,8 @@ def test_the_planted_best_match_ranks_first_on_every_backend(db: str) -> None:
     # one word in a short one).
     words = build(db, "--query", "harbor pilot", "--top", "4")["retrieval"]["ranked"]
     assert [r["id"] for r in words[:2]] == ["zeta-best", "mid-second"]
-    assert {r["id"] for r in words[2:]} == {"alpha-third", "two"}
+    # "two" matches only in its superseded version 1: dead text ranks nothing.
+    assert [r["id"] for r in words[2:]] == ["alpha-third"]
 
 
 def test_candidates_are_the_ranked_ids_and_every_other_section(db: str) -> None:
@@ -76,14 +77,17 @@ def test_candidates_are_the_ranked_ids_and_every_other_section(db: str) -> None:
     assert pack["candidates"] == len(pack["admitted"]) + len(pack["evicted"])
 
 
-def test_every_version_of_a_retrieved_id_is_a_candidate(db: str) -> None:
-    # Only version 1 of "two" says "harbor"; version 2 is a candidate too, and supersedes it.
+def test_an_id_is_ranked_on_its_live_versions_text_alone(db: str) -> None:
+    # Only version 1 of "two" says "old harbor"; version 2 supersedes it, so
+    # "two" is not ranked for it, and the live matches of "harbor" take the slot.
     pack = build(db, "--query", "old harbor", "--top", "1")
-    assert [r["id"] for r in pack["retrieval"]["ranked"]] == ["two"]
-    assert [(e["id"], e["source_version"], e["reason"]) for e in pack["evicted"]] == [
-        ("two", "1", "superseded")
-    ]
+    assert [r["id"] for r in pack["retrieval"]["ranked"]] == ["zeta-best"]
+    assert "two" not in {a["id"] for a in pack["admitted"]} | {e["id"] for e in pack["evicted"]}
+    # Version 2's own words rank it, and it is the id's one candidate.
+    pack = build(db, "--query", "new text without", "--top", "1")
+    assert [(r["id"], r["source_version"]) for r in pack["retrieval"]["ranked"]] == [("two", "2")]
     assert ("two", "2") in {(a["id"], a["source_version"]) for a in pack["admitted"]}
+    assert not [e for e in pack["evicted"] if e["id"] == "two"]
 
 
 def test_plain_builds_keep_their_digests_and_have_no_retrieval(db: str) -> None:

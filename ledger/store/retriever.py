@@ -1,0 +1,130 @@
+"""The built-in retriever, and a retrieval build's inputs (`with_retrieval`).
+
+The retriever ranks only what the subject could be given (docs/reference/
+commands.md, "ledger build", retrieval builds): per evidence chunk id, the one
+version that passes gates 1-6 for this build (its permission, trust, dates,
+retraction and supersession as of the build's date, at its ledger mark:
+`ledger.core.select.standing`), scored on that version's own content and title.
+No other version's text ranks an id, and an id with no such version is not
+ranked: a retracted, superseded or not yet valid text never takes a slot from a
+live one. (Packs of selector version 1 ranked an id by its best-matching
+version, whatever its fate; they replay from their recorded list.)
+
+How: the matching versions are read best first, a page at a time; the ids of
+each page are judged by gates 1-6 on all their versions at the mark, and a
+match counts when it is its id's live version; reading stops once `top` have
+counted. The ids judged are only those that matched, so the cost follows the
+matches read, not the size of the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+from sqlalchemy import Connection
+
+from ledger.core.errors import InputError
+from ledger.core.query import Query, Ranked, RetrievalRecord, check_top, parse_query
+from ledger.core.select import standing
+from ledger.store.candidates import load_candidates
+from ledger.store.fulltext import DEFAULT_TOP, Hit, hits_page, retrieve_data, retrieve_file
+from ledger.store.inputs import Inputs
+from ledger.store.schema import versions
+from ledger.tokens import ESTIMATED
+
+FIRST_PAGE = 64  # matches read at first; each further page twice the last
+LAST_PAGE = 4096
+
+
+def live_versions(conn: Connection, inputs: Inputs, ids: Sequence[str]) -> dict[str, int | None]:
+    """Per chunk id, the version id (vid) of its one version that passes gates
+    1-6 for a build with these inputs, or None when none does."""
+    candidates, vid_of = load_candidates(
+        conn, inputs.mark, ESTIMATED, inputs.scope, versions.c.chunk_id.in_(list(ids))
+    )
+    live, _out = standing(candidates, inputs.request())
+    found: dict[str, int | None] = dict.fromkeys(ids)
+    for c in live:
+        found[c.id] = vid_of[c.record_digest]
+    return found
+
+
+def live_hits(conn: Connection, query: Query, inputs: Inputs) -> Iterator[Hit]:
+    """The evidence versions matching `query` that are their id's live version
+    for these inputs, best first (score, then id): at most one per id."""
+    live: dict[str, int | None] = {}
+    offset, size = 0, FIRST_PAGE
+    while True:
+        page = hits_page(conn, query, inputs.mark, offset, size)
+        if not page:
+            return
+        unjudged = sorted({h.chunk_id for h in page} - live.keys())
+        if unjudged:
+            live.update(live_versions(conn, inputs, unjudged))
+        for hit in page:
+            if live[hit.chunk_id] == hit.vid:
+                yield hit
+        if len(page) < size:
+            return
+        offset += size
+        size = min(size * 2, LAST_PAGE)
+
+
+def retrieve_query(conn: Connection, query_text: str, top: int, inputs: Inputs) -> RetrievalRecord:
+    """The built-in retriever: the `top` best live evidence versions, one per id."""
+    q = parse_query(query_text)
+    check_top(top)
+    ranked: list[Ranked] = []
+    for hit in live_hits(conn, q, inputs):
+        ranked.append(Ranked(hit.chunk_id, hit.source_version, len(ranked) + 1, hit.score))
+        if len(ranked) == top:
+            break
+    return RetrievalRecord(query=q.text, top=top, candidates_digest=None, ranked=tuple(ranked))
+
+
+def rank_of(
+    conn: Connection, query: Query, chunk_id: str, inputs: Inputs
+) -> tuple[int, float] | None:
+    """The rank (1-based) and score `chunk_id`'s live version has among the live
+    matches of `query` (as `retrieve_query` ranks them); None when it has no
+    live version or that version does not match."""
+    for rank, hit in enumerate(live_hits(conn, query, inputs), 1):
+        if hit.chunk_id == chunk_id:
+            return rank, hit.score
+    return None
+
+
+def with_retrieval(
+    conn: Connection,
+    inputs: Inputs,
+    query: str | None = None,
+    top: int | None = None,
+    candidates: str | bytes | None = None,
+) -> Inputs:
+    """The inputs of a retrieval build (`query` and its `top`, or a `candidates`
+    file; bytes: the candidates file's content, given in memory), or the inputs
+    unchanged for a plain build."""
+    if query is not None and candidates is not None:
+        raise InputError("query, candidates: two retrievers; give one", param="candidates")
+    if query is not None:
+        record = retrieve_query(conn, query, DEFAULT_TOP if top is None else top, inputs)
+    elif candidates is not None:
+        if top is not None:
+            raise InputError(
+                "top: goes with query (a candidates file is already ranked)", param="top"
+            )
+        if isinstance(candidates, bytes):
+            record = retrieve_data(conn, candidates, "candidates", inputs.mark)
+        else:
+            record = retrieve_file(conn, candidates, inputs.mark)
+    elif top is not None:
+        raise InputError("top: goes with query", param="top")
+    else:
+        return inputs
+    if inputs.is_transcript:
+        raise InputError("a transcript continuation is not a retrieval build")
+    return replace(inputs, retrieval=record)
+
+
+__all__ = ["live_hits", "live_versions", "rank_of", "retrieve_query", "with_retrieval"]
