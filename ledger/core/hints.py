@@ -42,7 +42,7 @@ from ledger.core.select import (
     weighing_key,
 )
 
-__all__ = ["Hint", "HintPool", "admission_hint", "recorded_hint"]
+__all__ = ["Hint", "HintPool", "admission_hint", "fix_for", "recorded_hint"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +157,7 @@ def _hint(
         eviction = next(
             e for e in context.evicted if e.candidate.record_digest == target_record_digest
         )
-        step, changed = _fix(eviction, current, context, order, target)
+        step, changed = fix_for(eviction, current, context, order, target)
         if step is None:
             return Hint(target.ref(), tuple(steps), False), first
         steps.append(step)
@@ -366,9 +366,13 @@ def _budget_fix(
 _Fix = tuple[dict[str, Any] | None, Request | None]
 
 
-def _fix(
+def fix_for(
     eviction: Eviction, request: Request, context: Context, order: Order, target: Candidate
 ) -> _Fix:
+    """The step past the gate that evicted `target`, and the request with it
+    applied (None when no change of request gets past it): the one fix per
+    reason, used on a recorded pack's candidates and on a rebuilt pack
+    (`ledger.store.rebuild`)."""
     change = REASON[eviction.reason].change
     if change not in _FIXES:
         raise ValueError(f"unknown eviction reason {eviction.reason!r}")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.reasons import (
+    GATE,
     INGESTED_LATER,
     NOT_RETRIEVED,
     OTHER_SCOPE,
@@ -48,6 +49,8 @@ __all__ = [
 
 DOCUMENTS = "documents"
 TRANSCRIPT_SCOPE = "transcript:"
+# The reasons `why` evaluates for a version a pack never considered: gates 1-6.
+GATE_REASONS = frozenset(name for name, gate in GATE.items() if gate <= 6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,9 @@ class Found:
     hint: Mapping[str, Any] | None = None
     query_score: float | None = None
     decided: Decided | None = None
+    # For a version the pack never considered: the first of gates 1-6 that
+    # keeps it out at the pack's own inputs (None: it passes them all).
+    gate: Decided | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +173,8 @@ def classify(found: Found, pack: PackView) -> WhyMatch:
     elif found.scope != pack.scope:
         reason, detail = OTHER_SCOPE, {"scope": found.scope}
         hint = None
+    elif found.gate is not None:
+        reason, detail = str(found.gate.reason), dict(found.gate.detail or {})
     elif pack.retrieval is not None and found.section == "evidence":
         r = pack.retrieval
         reason = NOT_RETRIEVED
@@ -188,14 +196,18 @@ def classify(found: Found, pack: PackView) -> WhyMatch:
 
 
 def _headline_rank(m: WhyMatch) -> int:
-    """Within one id: the version the pack chose or weighed first, superseded last."""
+    """Within one id: the version the pack chose or weighed first; then the one
+    it would have been given (not retrieved, ingested later, another scope);
+    then versions a gate keeps out; superseded ones last."""
     if m.status == "admitted":
         return 0
-    if m.status == "evicted" and m.reason != SUPERSEDED:
+    if m.reason == SUPERSEDED:
+        return 4
+    if m.status == "evicted":
         return 1
-    if m.status == "not_candidate":
-        return 2
-    return 3
+    if m.reason in GATE_REASONS:
+        return 3
+    return 2
 
 
 def order_matches(found: Sequence[Found], matches: Sequence[WhyMatch]) -> list[WhyMatch]:
@@ -254,9 +266,27 @@ def answer(
         )  # fmt: skip
     if pack is None:
         raise ValueError("matches need a pack to be judged against")
-    matches = order_matches(found, [classify(f, pack) for f in found])[:limit]
+    matches = _first_ids(order_matches(found, [classify(f, pack) for f in found]), limit)
     head = matches[0]
-    return WhyAnswer(text, pack.number, head.status, sentence(head, pack), tuple(matches))
+    said = sentence(head, pack)
+    if head.status == "admitted":
+        # What stands between the agent and the fact: another id's version the
+        # pack left out or never considered is named too.
+        other = next((m for m in matches if m.id != head.id and m.status != "admitted"), None)
+        if other is not None:
+            said = f"{said} But {sentence(other, pack)}"
+    return WhyAnswer(text, pack.number, head.status, said, tuple(matches))
+
+
+def _first_ids(matches: Sequence[WhyMatch], limit: int) -> list[WhyMatch]:
+    """The matches of the first `limit` ids: per id its leading version and the
+    others under it (a superseded version never takes a place of its own)."""
+    ids: list[str] = []
+    for m in matches:
+        if m.id not in ids:
+            ids.append(m.id)
+    kept = set(ids[:limit])
+    return [m for m in matches if m.id in kept]
 
 
 def _name(m: WhyMatch) -> str:
@@ -277,6 +307,12 @@ def sentence(m: WhyMatch, pack: PackView) -> str:
         return f"{name} was left out of {where} by {reason}: {reason_words(reason, detail)}{hint}."
     if m.reason == NOT_RETRIEVED:
         return f"{name} was not a candidate of {where}: {_retrieval_words(detail)}{hint}."
+    if m.reason in GATE_REASONS:
+        reason = m.reason or ""
+        return (
+            f"{name} was not a candidate of {where}: kept out by {reason}: "
+            f"{reason_words(reason, detail)}{hint}."
+        )
     if m.reason == INGESTED_LATER:
         return (
             f"{name} was not a candidate of {where}: it was ingested at entry "

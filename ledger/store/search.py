@@ -29,6 +29,7 @@ from ledger.core.why import (
 from ledger.store.candidates import candidates_for
 from ledger.store.fulltext import Hit, closest_terms, search_versions
 from ledger.store.inputs import resolve_inputs
+from ledger.store.rebuild import checked_hint, first_cause
 from ledger.store.retriever import rank_of, retrieve_query, with_retrieval
 from ledger.store.schema import packs, versions
 
@@ -188,7 +189,7 @@ def why(
             param="pack",
         )
     view = _view(head)
-    inputs = inputs_of(head)
+    inputs = inputs_of(head, conn)  # with the retractions and reinstatements at its mark
     rows = _version_rows(conn, [h.vid for h in hits])
     decided = {d.vid: d for d in decision_rows(conn, head.pack_no, [h.vid for h in hits])}
     # Scores under the pack's own query, for the versions it did not retrieve.
@@ -210,9 +211,15 @@ def why(
         r = rows[h.vid]
         d = decided.get(h.vid)
         dec = None
+        gate = None
         if d is not None:
             reason = reason_of(d.status, head.pack_no)
             dec = Decided(reason, None if reason is None else detail_of(reason, d))
+        elif r.batch_seq <= head.ledger_mark and _scope_of(r) == inputs.scope:
+            # Never considered: every gate at the pack's own inputs, in order.
+            cause = first_cause(conn, inputs, r.record_digest)
+            if cause is not None:
+                gate = Decided(cause[1].reason, dict(cause[1].detail))
         found.append(
             Found(
                 id=r.chunk_id,
@@ -226,6 +233,7 @@ def why(
                 decided=dec,
                 query_score=query_scores.get(h.vid),
                 erased=erased.get(h.vid),
+                gate=gate,
             )
         )
     # Hints re-run the selector: only for the versions the answer shows.
@@ -244,8 +252,9 @@ def why(
                 )
         elif r.batch_seq > head.ledger_mark:
             f = replace(f, hint=_rebuild_hint(conn, head, inputs, r, queries))
-        elif inputs.retrieval is not None and r.section == "evidence" and f.scope == inputs.scope:
-            f = replace(f, hint=_retrieve_hint(conn, inputs, r, queries))
+        elif f.scope == inputs.scope:
+            # Checked by rebuilding the pack as it was built, with each change.
+            f = replace(f, hint=checked_hint(conn, inputs, r.record_digest, q.text))
         hinted.append(f)
     return answer(q.text, view, hinted, limit)
 

@@ -94,4 +94,9 @@ def test_the_current_version_heads_its_id_and_superseded_follow() -> None:
         ("aaa", "v1"),
     ]
     assert a.verdict == "evicted" and a.sentence.startswith("faq@v2")
-    assert len(answer("refund", PACK, [old, other, new], 2).matches) == 2
+    # --limit counts ids: a superseded version never takes a place of its own.
+    assert len(answer("refund", PACK, [old, other, new], 2).matches) == 3
+    assert [m.source_version for m in answer("refund", PACK, [old, other, new], 1).matches] == [
+        "v2",
+        "v1",
+    ]
