@@ -39,10 +39,7 @@ from ledger.store.inputs import (
     transcript_inputs,
     with_retrieval,
 )
-from ledger.store.recording import (
-    Trace,
-    record_pack,
-)
+from ledger.store.recording import Trace, pack_digests, record_pack
 from ledger.tokens import ESTIMATED
 
 __all__ = ["build_pack", "build_transcript_pack", "decide"]
@@ -79,8 +76,9 @@ def build_pack(
         inputs, candidates, ctx, vid_of = select_for(
             conn, as_of, subject, query, top, candidates_file, asked
         )
+    digests = pack_digests(inputs, candidates, ctx)
     with write_transaction(engine) as conn:  # the lock, for the append alone
-        return record_pack(conn, inputs, candidates, ctx, vid_of, trace)
+        return record_pack(conn, inputs, candidates, ctx, vid_of, trace, digests)
 
 
 def select_for(
