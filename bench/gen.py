@@ -98,7 +98,38 @@ def short_records(n: int, seed: int = 2) -> Iterator[dict[str, Any]]:
         }
 
 
-SHAPES = {"records": records, "short": short_records}
+# Words as people write them: accents, typographic quotes and dashes, units.
+PROSE = ["café", "naïve", "“refund”", "—", "résumé", "Zürich", "10 €", "déjà", "über", "straße"]
+
+
+def prose_records(n: int, seed: int = 3) -> Iterator[dict[str, Any]]:
+    """A third data shape: documentation prose, ~600 characters of which about
+    one word in eight is not ASCII (accents, typographic quotes and dashes), as
+    a team's docs have; one version each."""
+    rnd = random.Random(seed)
+    for i in range(n):
+        words: list[str] = []
+        while sum(len(w) + 1 for w in words) < 600:
+            pool = PROSE if rnd.random() < 0.125 else WORDS
+            words.append(pool[rnd.randrange(len(pool))])
+        yield {
+            "id": f"doc-{i:07d}",
+            "section": "evidence",
+            "source_uri": f"https://docs.example.com/guide/page-{i % 400}/",
+            "source_version": "2026-03-01",
+            "effective_from": "2026-03-01",
+            "expires_on": None,
+            "required_permission": PERMISSIONS[i % 5],
+            "trust": TRUST[0],
+            "dedupe_key": f"doc-{i:07d}",
+            "estimated_tokens": rnd.randrange(100, 200),
+            "priority": 50,
+            "required": False,
+            "content": " ".join(words),
+        }
+
+
+SHAPES = {"records": records, "short": short_records, "prose": prose_records}
 
 
 def write_jsonl(

@@ -147,7 +147,7 @@ def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
 
 
 # The files SQLite keeps beside a database: writing over one corrupts the ledger.
-SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal", "-writer")  # -writer: store/engine.py writer_lock
 
 
 def database_files(path: str | os.PathLike[str] | None) -> list[Path]:

@@ -2,8 +2,19 @@
 
 The shell around the pure core: it resolves the build's inputs (`inputs`), reads
 its candidates (`candidates`), lets `ledger.core.select` decide, and records the
-pack, one decision row per candidate and the pack's ledger entry, in one
-transaction (`recording`). `replay` reuses `decide` with a pack's recorded inputs.
+pack, one decision row per candidate and the pack's ledger entry (`recording`).
+`replay` reuses `decide` with a pack's recorded inputs.
+
+Writers side by side: a build reads and selects in a read transaction, at its
+ledger mark (the head when it starts, or `ledger_at`), holding no lock; only
+then does it take the ledger's write lock, in a second transaction, to append
+its entry and write its rows. Everything it decided on is fixed by the mark
+(the versions, grants, policy and retractions at or before it never change), so
+it re-reads nothing: another process's entries appended in between come after
+the mark, as a `--ledger-at` build would see them. The chain stays one
+gap-free sequence: the pack's number and entry are taken under the lock.
+(A build with a counter other than the stored estimate fills the token-count
+cache, a write, so it selects under the lock as before.)
 """
 
 from __future__ import annotations
@@ -11,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Unpack
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from ledger.core.context import Context
 from ledger.core.errors import InputError
@@ -19,7 +30,7 @@ from ledger.core.select import Candidate, RequiredOverBudgetError
 from ledger.core.select import select as run_selector
 from ledger.store.access import check_budget
 from ledger.store.candidates import candidates_for, load_candidates
-from ledger.store.engine import write_transaction
+from ledger.store.engine import read_transaction, write_transaction
 from ledger.store.inputs import (
     Asked,
     Inputs,
@@ -27,10 +38,7 @@ from ledger.store.inputs import (
     resolve_inputs,
     transcript_inputs,
 )
-from ledger.store.recording import (
-    Trace,
-    record_pack,
-)
+from ledger.store.recording import Trace, pack_digests, record_pack
 from ledger.store.retriever import with_retrieval
 from ledger.tokens import ESTIMATED
 
@@ -57,13 +65,36 @@ def build_pack(
 
     With `query` (and `top`, default 20) or `candidates_file`: a retrieval build;
     `trace`: the OpenTelemetry trace and span ids recorded with it."""
-    check_counter(asked.get("counter", ESTIMATED))
-    with write_transaction(engine) as conn:
-        inputs = resolve_inputs(conn, as_of, subject, **asked)
-        inputs = with_retrieval(conn, inputs, query, top, candidates_file)
-        candidates, vid_of = candidates_for(conn, inputs)
-        ctx = decide(inputs, candidates)
-        return record_pack(conn, inputs, candidates, ctx, vid_of, trace)
+    counter = check_counter(asked.get("counter", ESTIMATED))
+    if counter != ESTIMATED:  # the token-count cache is written as the build reads
+        with write_transaction(engine) as conn:
+            inputs, candidates, ctx, vid_of = select_for(
+                conn, as_of, subject, query, top, candidates_file, asked
+            )
+            return record_pack(conn, inputs, candidates, ctx, vid_of, trace)
+    with read_transaction(engine) as conn:  # no lock: other writers go on
+        inputs, candidates, ctx, vid_of = select_for(
+            conn, as_of, subject, query, top, candidates_file, asked
+        )
+    digests = pack_digests(inputs, candidates, ctx)
+    with write_transaction(engine) as conn:  # the lock, for the append alone
+        return record_pack(conn, inputs, candidates, ctx, vid_of, trace, digests)
+
+
+def select_for(
+    conn: Connection,
+    as_of: str,
+    subject: str,
+    query: str | None,
+    top: int | None,
+    candidates_file: str | bytes | None,
+    asked: Asked,
+) -> tuple[Inputs, list[Candidate], Context, dict[str, int]]:
+    """A build's decision at its ledger mark, nothing written (but the token cache)."""
+    inputs = resolve_inputs(conn, as_of, subject, **asked)
+    inputs = with_retrieval(conn, inputs, query, top, candidates_file)
+    candidates, vid_of = candidates_for(conn, inputs)
+    return inputs, candidates, decide(inputs, candidates), vid_of
 
 
 def build_transcript_pack(

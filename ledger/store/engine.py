@@ -23,6 +23,12 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, NoSuchModul
 
 from ledger.core.errors import InputError, SchemaError
 
+try:
+    import fcntl as _fcntl
+except ImportError:  # Windows: SQLite's own retry orders the writers
+    _fcntl = None  # type: ignore[assignment]
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
 # The newest migration; `ledger init` upgrades to it and every other command
 # checks for it (a test keeps it equal to Alembic's head).
 SCHEMA_REVISION = "0011"
@@ -169,10 +175,47 @@ def use_wal(engine: Engine) -> None:
         raw.close()
 
 
+# Beside a SQLite ledger `ledger.db`: `ledger.db-writer`, the file whose lock
+# the writers queue on (`writer_lock`).
+WRITER_LOCK_SUFFIX = "-writer"
+
+
+@contextmanager
+def writer_lock(engine: Engine) -> Iterator[None]:
+    """SQLite's writers wait for each other here, in the kernel, before BEGIN
+    IMMEDIATE: an exclusive `flock` on `<database>-writer` (made owner-only on
+    first use), released when the transaction has ended.
+
+    Why: SQLite itself makes a writer that finds the lock taken sleep and retry
+    (1, 2, 5, 10, 20 ... ms), so while one process appends, another sleeps
+    longer than the append takes, and two building processes built fewer packs
+    than one. A waiter on a `flock` wakes when it is released. It only orders
+    this ledger's own writers (SQLite's locks still guard the file); without
+    `fcntl` (Windows) or the file (a read-only folder), SQLite's retry is left.
+    PostgreSQL's writers queue on an advisory lock instead (`write_transaction`).
+    """
+    path = None
+    if engine.dialect.name == "sqlite":
+        path = sqlite_path(engine.url.render_as_string(hide_password=False))
+    fd = None
+    if path is not None and _fcntl is not None:
+        try:
+            fd = os.open(path + WRITER_LOCK_SUFFIX, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o600)
+        except OSError:
+            fd = None
+    try:
+        if fd is not None:
+            _fcntl.flock(fd, _fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # closing releases the lock
+
+
 @contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
     """One all-or-nothing write transaction holding the ledger's write lock."""
-    with engine.connect() as plain:
+    with writer_lock(engine), engine.connect() as plain:
         conn = plain.execution_options(ledger_write=True)
         with conn.begin():
             if conn.dialect.name == "postgresql":

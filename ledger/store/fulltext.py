@@ -18,6 +18,7 @@ erasing a body also removes its index row (`unindex`).
 from __future__ import annotations
 
 import struct
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, repeat
@@ -108,13 +109,42 @@ _LONG_RUN = b"a" * (MAX_WORD + 1)
 def fts5_text(title: str | None, content: str) -> str:
     """What FTS5 is given for a version: text whose words are `index_terms`'."""
     text = title + " " + content if title else content
-    if (
-        len(text) <= _AS_IS_MAX
-        and text.isascii()
-        and (len(text) <= MAX_WORD or _LONG_RUN not in text.encode("ascii").translate(_RUN_BYTES))
-    ):
-        return text
+    if len(text) > _AS_IS_MAX:
+        return index_terms(title, content)
+    if text.isascii():
+        if len(text) <= MAX_WORD or _LONG_RUN not in text.encode("ascii").translate(_RUN_BYTES):
+            return text
+        return index_terms(title, content)
+    folded = _folded_fast(text)
+    if len(folded) <= _AS_IS_MAX and _LONG_RUN not in folded.encode().translate(_RUN_UTF8):
+        return folded
     return index_terms(title, content)
+
+
+# A text that is not all ASCII (prose with an accent, a typographic quote or
+# dash) is folded as `normalize_words` folds it, and FTS5 left to split it:
+# FTS5's `ascii` tokenizer takes a non-ASCII character as part of a word, so
+# each one left is a letter or a digit, and every other one a space. Folding
+# and splitting it in Python, word by word, cost 3.4x the raw floor on ingest
+# of such prose (bench_ingest's "prose" row); this works per distinct character.
+# A run is measured with each byte of a non-ASCII character as a letter: a
+# character of several bytes makes a run look longer, never shorter, so a long
+# word is never missed (the text then takes the plain path).
+_RUN_UTF8 = bytes(ord("a") if b >= 128 or chr(b).isalnum() else ord(" ") for b in range(256))
+
+
+def _folded_fast(text: str) -> str:
+    """`text` case-folded, decomposed (NFKD), without combining marks, and with
+    each non-ASCII character that is not a letter or digit made a space: FTS5
+    finds in it `normalize_words(text)` (a property test holds them equal)."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    for ch in set(folded):
+        if ch > "\x7f":
+            if unicodedata.combining(ch):
+                folded = folded.replace(ch, "")
+            elif not ch.isalnum():
+                folded = folded.replace(ch, " ")
+    return folded
 
 
 def _insert_slice(conn: Connection, sql: str, batch: list[VersionRow]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import count, repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, func, insert, select
 
@@ -80,6 +80,21 @@ def context_digests(
     return in_digest, pack_digest_fast(inputs.to_json(), in_digest, admitted, evicted)
 
 
+class PackDigests(NamedTuple):
+    """A decision's input and pack digests, and its evictions' columns."""
+
+    input_digest: str
+    pack_digest: str
+    evicted: EvictedColumns
+
+
+def pack_digests(inputs: Inputs, candidates: list[Candidate], ctx: Context) -> PackDigests:
+    """What `record_pack` writes besides the rows: pure, so a build computes it
+    before it takes the write lock."""
+    evicted = EvictedColumns.of(ctx.evicted)
+    return PackDigests(*context_digests(inputs, candidates, ctx, evicted), evicted)
+
+
 def record_pack(
     conn: Connection,
     inputs: Inputs,
@@ -87,10 +102,14 @@ def record_pack(
     ctx: Context,
     vid_of: dict[str, int],
     trace: Trace | None = None,
+    digests: PackDigests | None = None,
 ) -> int:
-    """Write the pack, its decisions and its entry (inside a write transaction)."""
-    evicted = EvictedColumns.of(ctx.evicted)
-    in_digest, pack_dig = context_digests(inputs, candidates, ctx, evicted)
+    """Write the pack, its decisions and its entry (inside a write transaction).
+    `digests`: `pack_digests`' of the same decision, computed before the write
+    lock was taken (a build's; the others compute them here)."""
+    if digests is None:
+        digests = pack_digests(inputs, candidates, ctx)
+    in_digest, pack_dig, evicted = digests
     seq = reserve_entry(conn, "pack")
     pack_no = (
         int(conn.execute(select(func.coalesce(func.max(packs.c.pack_no), 0))).scalar_one()) + 1
