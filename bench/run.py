@@ -33,6 +33,7 @@ MODULES = [
     "integrations",
     "documents",
     "proofs",
+    "check",
 ]
 
 CHILD = r"""
