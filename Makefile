@@ -50,6 +50,8 @@ demo: $(RUNTIME)
 	@echo; echo "== ledger verify"; $(LEDGER) verify
 	@echo; echo "== ledger replay 1"; $(LEDGER) replay 1
 	@echo; echo "== ledger report 1 (open it in a browser)"; $(LEDGER) report 1 -o $(DEMO)/pack-1.html
+	@echo; echo "== ledger check fixtures/context-tests.toml (context tests: exit 1 when a case fails, which fails a CI job)"
+	@$(LEDGER) check fixtures/context-tests.toml || [ $$? -eq 1 ]
 	@echo; echo "== ledger pack (one pack from the fixture file alone, no database)"; $(BIN)/ledger pack
 
 # Lint: what .ci/run runs before the tests. mypy is strict on ledger/core and

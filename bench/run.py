@@ -34,6 +34,7 @@ MODULES = [
     "documents",
     "proofs",
     "writers",
+    "check",
 ]
 
 CHILD = r"""

@@ -58,6 +58,7 @@ COMMANDS: dict[str, str] = {
     "report": "ledger_cli.report_cmd:report_command",
     # Search and why
     "search": "ledger_cli.search_cmds:search_command",
+    "check": "ledger_cli.check_cmd:check_command",
     "why": "ledger_cli.search_cmds:why_command",
     # Integrations
     "mcp": "ledger_cli.mcp_cmd:mcp_command",

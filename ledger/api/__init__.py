@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from ledger.core.errors import InputError, NotFoundError
 from ledger.core.results import (
     BatchBuild,
+    CheckResult,
     ChunkList,
     Diff,
     EraseResult,
@@ -525,6 +526,40 @@ class Ledger:
         with self._read() as conn:
             pack_no = self._pack_no(conn, pack) if pack is not None else None
             return search.why(conn, text, pack_no, subject, limit)
+
+    def check(
+        self,
+        tests: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        ledger_at: int | None = None,
+    ) -> CheckResult:
+        """Context tests (`ledger check`): each case decided as `build` would decide
+        it, nothing recorded; each missed expectation explained by `why`.
+
+        `tests`: a TOML file's path, its parsed form (`{"defaults": ..., "case":
+        [...]}`), or a list of cases. A candidates file is named relative to the
+        tests file's folder (the working folder for cases given in memory).
+        A malformed file raises `CheckFileError` (exit 2)."""
+        from ledger.core.checks import cases_of, parse_tests
+        from ledger.safeio import read_input
+        from ledger.store.check import run_checks
+
+        if isinstance(tests, str | os.PathLike):
+            path = Path(tests)
+            cases = parse_tests(read_input(path, what="tests file"), str(path))
+            base = path.parent
+        else:
+            doc = tests if isinstance(tests, Mapping) else {"case": list(tests)}
+            cases = cases_of(doc)
+            base = Path.cwd()
+        results = run_checks(self._engine, cases, base, ledger_at)
+        passed = sum(1 for r in results if r.passed)
+        return CheckResult(
+            {
+                "cases": [r.to_json() for r in results],
+                "passed": passed,
+                "failed": len(results) - passed,
+            }
+        )
 
     def diff(self, a: PackRef, b: PackRef) -> Diff:
         """What entered, left, changed version or reason between two packs, and why."""

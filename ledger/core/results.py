@@ -385,3 +385,16 @@ class WhyAnswer:
             "matches": [m.to_json() for m in self.matches],
             "closest_terms": list(self.closest_terms),
         }
+
+
+class CheckResult(JSONResult):
+    """`ledger check --json`: `{"cases": [{"name", "passed", "pack_digest",
+    "failures"}], "passed", "failed"}`; `ok` when every case passed."""
+
+    cases: tuple[Mapping[str, Any], ...]
+    passed: int
+    failed: int
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0

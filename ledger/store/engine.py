@@ -224,6 +224,22 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 
 
 @contextmanager
+def rehearsal_transaction(engine: Engine) -> Iterator[Connection]:
+    """A write transaction that is always rolled back: what a write would do,
+    asked of the ledger and then undone (`ledger check` records a failing case's
+    pack in one to ask `why` about it). The database ends exactly as it was."""
+    with writer_lock(engine), engine.connect() as plain:
+        conn = plain.execution_options(ledger_write=True)
+        transaction = conn.begin()
+        try:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+            yield conn
+        finally:
+            transaction.rollback()
+
+
+@contextmanager
 def read_transaction(engine: Engine) -> Iterator[Connection]:
     """A read transaction: one consistent snapshot for everything a command reads."""
     with engine.connect() as conn:

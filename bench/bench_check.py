@@ -1,0 +1,111 @@
+"""Benchmark `ledger check`: 1,000 retrieval cases against 100,000 chunks.
+
+The ledger is bench_search's (evidence chunks of 40 words, one "topic" word
+shared by about 50 chunks). Each case is a retrieval build (`query`: two topic
+words, `top` 20) expecting one chunk; one case in ten expects a chunk its query
+does not retrieve, so it fails and is explained (its pack recorded in a
+rehearsal transaction, `why` asked, rolled back), as a CI run with a few
+failures would be.
+
+Baseline, in the same run: a raw FTS5 loop over the same texts (the standard
+library's sqlite3, one table `fts5(content)`, `MATCH` with `bm25` top 20 for
+each case's query), which retrieves and does nothing else.
+
+Targets: at most 60 s, and at most 8x the baseline.
+
+    .venv/bin/python bench/bench_check.py [--quick]
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_search import PER_TOPIC, records, setup  # noqa: E402
+
+AS_OF = "2026-06-15"
+
+
+def cases_for(n: int, count: int, seed: int = 35) -> list[dict[str, Any]]:
+    """`count` retrieval cases: a query of two topic words expecting a chunk
+    that holds the first (every tenth expects a third topic, which fails)."""
+    rnd = random.Random(seed)
+    topics = max(1, n // PER_TOPIC)
+    out = []
+    for k in range(count):
+        a, b = rnd.randrange(topics), rnd.randrange(topics)
+        expected = a if k % 10 else (a + b + 1) % topics
+        out.append(
+            {
+                "name": f"case {k}",
+                "as_of": AS_OF,
+                "query": f"topic{a} topic{b}",
+                "top": 20,
+                "admit": [{"text": f"topic{expected}"}],
+            }
+        )
+    return out
+
+
+def raw_fts_seconds(n: int, cases: list[dict[str, Any]], tmp: Path) -> float:
+    """The baseline: the same texts in a plain FTS5 table, each case's query top 20."""
+    conn = sqlite3.connect(tmp / "raw.db")
+    conn.execute("CREATE VIRTUAL TABLE fts USING fts5(content)")
+    conn.executemany("INSERT INTO fts(content) VALUES (?)", ((r["content"],) for r in records(n)))
+    conn.commit()
+    sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 20"
+    t0 = time.perf_counter()
+    for case in cases:
+        words = case["query"].split()
+        conn.execute(sql, (" OR ".join(f'"{w}"' for w in words),)).fetchall()
+    seconds = time.perf_counter() - t0
+    conn.close()
+    return seconds
+
+
+def bench(n: int, count: int, tmp: Path) -> dict[str, Any]:
+    import ledger
+
+    url_file = tmp / "check.db"
+    setup(f"sqlite:///{url_file}", tmp / "check.jsonl", n)
+    cases = cases_for(n, count)
+    baseline = raw_fts_seconds(n, cases, tmp)
+    with ledger.open(str(url_file)) as lg:
+        lg.check(cases[:5])  # warm: imports, the first connection
+        t0 = time.perf_counter()
+        result = lg.check(cases)
+        seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "baseline": baseline, "passed": result.passed,
+            "failed": result.failed}  # fmt: skip
+
+
+def rows(quick: bool) -> list[dict[str, Any]]:
+    n, count = (20_000, 200) if quick else (100_000, 1_000)
+    with tempfile.TemporaryDirectory() as d:
+        r = bench(n, count, Path(d))
+    ratio = r["seconds"] / r["baseline"]
+    return [
+        {
+            "bench": f"check: {count:,} retrieval cases on {n:,} chunks "
+            f"({r['passed']} pass, {r['failed']} fail)",
+            "ours": r["seconds"],
+            "baseline": r["baseline"],
+            "unit": "s",
+            "target": "<= 60 s and <= 8x raw FTS5 top-20",
+            "ok": r["seconds"] <= 60 and ratio <= 8,
+            "note": f"{ratio:.2f}x",
+        }
+    ]
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from table import print_table
+
+    print_table(rows("--quick" in sys.argv))

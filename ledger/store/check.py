@@ -1,0 +1,188 @@
+"""`ledger check`: each context test decided as `ledger build` would, nothing recorded.
+
+A case's pack is decided by the build's own steps (`resolve_inputs`,
+`with_retrieval`, `candidates_for`, `decide`) at one ledger mark for the whole
+run, inside one read transaction, and its pack digest is the one `ledger build`
+with the same inputs would record (`context_digests`). Only a case that fails
+is explained: its pack is recorded in a rehearsal transaction (always rolled
+back), and `why` / `why-evicted` answer about the missed expectation in that
+pack, checked hints included. The ledger is unchanged by a check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, select
+
+from ledger.core.checks import (
+    ADMIT,
+    BUILD,
+    Admitted,
+    Case,
+    CaseResult,
+    Failure,
+    Miss,
+    misses,
+)
+from ledger.core.context import Candidate, Context
+from ledger.core.errors import ContextError, LedgerError, NotFoundError, RefusedError
+from ledger.core.reasons import why_evicted_sentence
+from ledger.store.build import decide
+from ledger.store.candidates import candidates_for
+from ledger.store.chain import read_head
+from ledger.store.engine import read_transaction, rehearsal_transaction
+from ledger.store.inputs import Inputs, ledger_mark, resolve_inputs
+from ledger.store.recording import context_digests, record_pack
+from ledger.store.retriever import with_retrieval
+from ledger.store.schema import versions
+from ledger.store.search import why
+from ledger.store.why_evicted import why_evicted
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """One case's build, decided and not recorded."""
+
+    inputs: Inputs
+    candidates: list[Candidate]
+    ctx: Context
+    vid_of: dict[str, int]
+    pack_digest: str
+
+
+def run_checks(
+    engine: Engine, cases: Sequence[Case], base: Path, ledger_at: int | None = None
+) -> list[CaseResult]:
+    """Every case's result, in file order. `base`: the folder a case's
+    candidates file is named relative to; `ledger_at`: the mark (default: the head)."""
+    results: list[CaseResult] = []
+    failing: list[tuple[int, Case, Decided | None, list[Miss], str | None]] = []
+    with read_transaction(engine) as conn:
+        mark = ledger_mark(read_head(conn).seq, ledger_at)
+        for case in cases:
+            try:
+                decided = decide_case(conn, case, base, mark)
+            except RefusedError as exc:  # the build itself fails closed
+                failing.append((len(results), case, None, [], str(exc)))
+                results.append(CaseResult(case.name, None))
+                continue
+            missed = misses(case, admitted_of(conn, decided))
+            if missed:
+                failing.append((len(results), case, decided, missed, None))
+            results.append(CaseResult(case.name, decided.pack_digest))
+    for index, case, pack, missed, refused in failing:
+        if pack is None:
+            failure = Failure(
+                BUILD, None, "refused", None, None, None, f"the build fails: {refused}"
+            )
+            results[index] = CaseResult(case.name, None, (failure,))
+        else:
+            results[index] = CaseResult(
+                case.name, pack.pack_digest, tuple(explain(engine, pack, missed))
+            )
+    return results
+
+
+def decide_case(conn: Connection, case: Case, base: Path, mark: int) -> Decided:
+    """The case's pack, decided as `ledger build` with the same inputs would."""
+    try:
+        inputs = resolve_inputs(
+            conn, case.as_of, case.subject, budget=case.budget, counter=case.counter, ledger_at=mark
+        )
+        source = None if case.candidates is None else str(base / case.candidates)
+        inputs = with_retrieval(conn, inputs, case.query, case.top, source)
+        candidates, vid_of = candidates_for(conn, inputs)
+        ctx = decide(inputs, candidates)
+    except RefusedError:
+        raise
+    except LedgerError as exc:
+        raise ContextError(f"case {case.name!r}: {exc}", exc.exit_code, param=exc.param) from None
+    _in_digest, pack_digest = context_digests(inputs, candidates, ctx)
+    return Decided(inputs, candidates, ctx, vid_of, pack_digest)
+
+
+def admitted_of(conn: Connection, decided: Decided) -> list[Admitted]:
+    """The admitted chunks' ids and contents (None for an erased body)."""
+    vids = [decided.vid_of[c.record_digest] for c in decided.ctx.items]
+    content: dict[int, str | None] = {}
+    for start in range(0, len(vids), 500):
+        part = vids[start : start + 500]
+        rows = conn.execute(
+            select(versions.c.vid, versions.c.content).where(versions.c.vid.in_(part))
+        )
+        for row in rows:
+            content[int(row.vid)] = None if row.content is None else str(row.content)
+    return [Admitted(c.id, content.get(decided.vid_of[c.record_digest])) for c in decided.ctx.items]
+
+
+def explain(engine: Engine, decided: Decided, missed: list[Miss]) -> list[Failure]:
+    """Each miss with its `why` answer, asked of the case's pack recorded in a
+    rehearsal transaction (rolled back: nothing stays)."""
+    with rehearsal_transaction(engine) as conn:
+        pack_no = record_pack(conn, decided.inputs, decided.candidates, decided.ctx, decided.vid_of)
+        return [_explain(conn, pack_no, miss) for miss in missed]
+
+
+def _explain(conn: Connection, pack_no: int, miss: Miss) -> Failure:
+    if miss.expect != ADMIT:
+        return Failure(
+            miss.expect,
+            miss.item,
+            "admitted",
+            None,
+            None,
+            None,
+            f"{miss.found} was admitted and holds what must not reach the agent.",
+        )
+    item = miss.item
+    if item.text is not None:
+        answer = why(conn, item.text, pack_no, limit=1)
+        lead: Any = answer.matches[0] if answer.matches else None
+        return Failure(
+            ADMIT,
+            item,
+            answer.verdict,
+            None if lead is None else lead.reason,
+            None if lead is None else lead.detail,
+            None if lead is None else lead.hint,
+            answer.sentence,
+        )
+    return _explain_id(conn, pack_no, miss)
+
+
+def _explain_id(conn: Connection, pack_no: int, miss: Miss) -> Failure:
+    chunk_id = str(miss.item.id)
+    try:
+        result = why_evicted(conn, chunk_id, pack_no)
+    except NotFoundError:
+        return Failure(
+            ADMIT,
+            miss.item,
+            "never_ingested",
+            None,
+            None,
+            None,
+            f"no chunk {chunk_id!r} is in the ledger: it was never ingested.",
+        )
+    for version in result["versions"]:
+        for d in version["decisions"]:
+            if d["pack"] == pack_no and not d["admitted"]:
+                return Failure(
+                    ADMIT,
+                    miss.item,
+                    "evicted",
+                    d["reason"],
+                    d["detail"],
+                    d.get("would_admit"),
+                    why_evicted_sentence({"versions": [{**version, "decisions": [d]}]}),
+                )
+    why_not = result["versions"][0].get("not_considered", "no version of it was offered")
+    sentence = f"{chunk_id} was not a candidate of this build: {why_not}."
+    return Failure(ADMIT, miss.item, "not_candidate", None, None, None, sentence)
+
+
+__all__ = ["Decided", "admitted_of", "decide_case", "explain", "run_checks"]
