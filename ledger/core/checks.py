@@ -322,7 +322,10 @@ def case_lines(case: Mapping[str, Any]) -> list[str]:
     n = len(failures)
     lines = [f"FAIL {case['name']}: {n} expectation{'s' if n != 1 else ''} not met"]
     for f in failures:
-        lines.append(f"  {_what(f)}: {f['sentence']}{_hint_words(f['hint'])}")
+        hint = _hint_words(f["hint"])
+        if hint and describe_hint(f["hint"]) in f["sentence"]:
+            hint = ""  # the why sentence says it already
+        lines.append(f"  {_what(f)}: {f['sentence']}{hint}")
     return lines
 
 

@@ -73,6 +73,7 @@ class PackView:
     mark: int  # the last ledger entry the build saw
     scope: str = DOCUMENTS
     retrieval: Retrieval | None = None
+    label: str | None = None  # how sentences name it; default "pack N"
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +297,8 @@ def _name(m: WhyMatch) -> str:
 
 def sentence(m: WhyMatch, pack: PackView) -> str:
     """The one sentence that answers "why did the agent (not) know this?"."""
-    where = f"pack {pack.number} (as of {pack.as_of}, subject {pack.subject})"
+    name_of_pack = pack.label or f"pack {pack.number}"
+    where = f"{name_of_pack} (as of {pack.as_of}, subject {pack.subject})"
     name = _name(m)
     if m.status == "admitted":
         return f"{name} was admitted to {where}."

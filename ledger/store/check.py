@@ -29,8 +29,7 @@ from ledger.core.checks import (
     misses,
 )
 from ledger.core.context import Candidate, Context
-from ledger.core.errors import ContextError, LedgerError, NotFoundError, RefusedError
-from ledger.core.reasons import why_evicted_sentence
+from ledger.core.errors import ContextError, LedgerError, RefusedError
 from ledger.store.build import decide
 from ledger.store.candidates import candidates_for
 from ledger.store.chain import read_head
@@ -39,8 +38,7 @@ from ledger.store.inputs import Inputs, ledger_mark, resolve_inputs
 from ledger.store.recording import context_digests, record_pack
 from ledger.store.retriever import with_retrieval
 from ledger.store.schema import versions
-from ledger.store.search import why
-from ledger.store.why_evicted import why_evicted
+from ledger.store.search import why, why_chunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +125,9 @@ def explain(engine: Engine, decided: Decided, missed: list[Miss]) -> list[Failur
         return [_explain(conn, pack_no, miss) for miss in missed]
 
 
+CASE_PACK = "the case's pack"  # how an explanation names the (unrecorded) pack
+
+
 def _explain(conn: Connection, pack_no: int, miss: Miss) -> Failure:
     if miss.expect != ADMIT:
         return Failure(
@@ -136,53 +137,24 @@ def _explain(conn: Connection, pack_no: int, miss: Miss) -> Failure:
             None,
             None,
             None,
-            f"{miss.found} was admitted and holds what must not reach the agent.",
+            f"{miss.found} was admitted to {CASE_PACK}, and it holds what must not reach "
+            "the agent.",
         )
     item = miss.item
     if item.text is not None:
-        answer = why(conn, item.text, pack_no, limit=1)
-        lead: Any = answer.matches[0] if answer.matches else None
-        return Failure(
-            ADMIT,
-            item,
-            answer.verdict,
-            None if lead is None else lead.reason,
-            None if lead is None else lead.detail,
-            None if lead is None else lead.hint,
-            answer.sentence,
-        )
-    return _explain_id(conn, pack_no, miss)
-
-
-def _explain_id(conn: Connection, pack_no: int, miss: Miss) -> Failure:
-    chunk_id = str(miss.item.id)
-    try:
-        result = why_evicted(conn, chunk_id, pack_no)
-    except NotFoundError:
-        return Failure(
-            ADMIT,
-            miss.item,
-            "never_ingested",
-            None,
-            None,
-            None,
-            f"no chunk {chunk_id!r} is in the ledger: it was never ingested.",
-        )
-    for version in result["versions"]:
-        for d in version["decisions"]:
-            if d["pack"] == pack_no and not d["admitted"]:
-                return Failure(
-                    ADMIT,
-                    miss.item,
-                    "evicted",
-                    d["reason"],
-                    d["detail"],
-                    d.get("would_admit"),
-                    why_evicted_sentence({"versions": [{**version, "decisions": [d]}]}),
-                )
-    why_not = result["versions"][0].get("not_considered", "no version of it was offered")
-    sentence = f"{chunk_id} was not a candidate of this build: {why_not}."
-    return Failure(ADMIT, miss.item, "not_candidate", None, None, None, sentence)
+        answer = why(conn, item.text, pack_no, limit=1, label=CASE_PACK)
+    else:
+        answer = why_chunk(conn, str(item.id), pack_no, label=CASE_PACK)
+    lead: Any = answer.matches[0] if answer.matches else None
+    return Failure(
+        ADMIT,
+        item,
+        answer.verdict,
+        None if lead is None else lead.reason,
+        None if lead is None else lead.detail,
+        None if lead is None else lead.hint,
+        answer.sentence,
+    )
 
 
 __all__ = ["Decided", "admitted_of", "decide_case", "explain", "run_checks"]

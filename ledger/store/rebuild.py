@@ -59,14 +59,25 @@ def rebuild(conn: Connection, inputs: Inputs, query: str | None) -> Rebuilt:
 def first_cause(conn: Connection, inputs: Inputs, target: str) -> tuple[Candidate, Eviction] | None:
     """Gates 1-6 at the inputs for the version with record digest `target`: the
     version and its eviction, or None when it passes them (its id's live one)."""
+    judged = _judged(conn, inputs, target)
+    return None if judged is None else judged[:2]
+
+
+def _judged(
+    conn: Connection, inputs: Inputs, target: str
+) -> tuple[Candidate, Eviction, Context] | None:
+    """`first_cause`, and gates 1-6's decision over the id's versions as a
+    Context (what the core's fix reads: a superseding version's date)."""
     chunk_id = _chunk_id(conn, target)
     candidates, _vids = load_candidates(
         conn, inputs.mark, ESTIMATED, inputs.scope, versions.c.chunk_id == chunk_id
     )
     version = next(c for c in candidates if c.record_digest == target)
-    _live, out = standing(candidates, inputs.request())
+    live, out = standing(candidates, inputs.request())
     eviction = next((e for e in out if e.candidate.record_digest == target), None)
-    return None if eviction is None else (version, eviction)
+    if eviction is None:
+        return None
+    return version, eviction, Context(items=tuple(live), evicted=tuple(out), budget=inputs.budget)
 
 
 def _ref(conn: Connection, record_digest: str) -> dict[str, str]:
@@ -124,14 +135,15 @@ def _next_step(
     assert built.context is not None
     inputs = built.inputs
     evicted = next((e for e in built.context.evicted if e.candidate.record_digest == target), None)
+    context = built.context
     if evicted is None:  # not a candidate: gates 1-6 first, then the retriever
-        cause = first_cause(conn, inputs, target)
-        if cause is None:
+        judged = _judged(conn, inputs, target)
+        if judged is None:
             return _retrieve_step(conn, inputs, target, query, asked)
-        version, evicted = cause
+        version, evicted, context = judged
     else:
         version = evicted.candidate
-    step, request = fix_for(evicted, inputs.request(), built.context, inputs.order(), version)
+    step, request = fix_for(evicted, inputs.request(), context, inputs.order(), version)
     changed = None if request is None else (_with_request(inputs, request), query)
     return step, changed
 

@@ -163,13 +163,12 @@ def why(
     pack_no: int | None = None,
     subject: str = "default",
     limit: int = 5,
+    label: str | None = None,
 ) -> WhyAnswer:
     """`ledger why TEXT --json` (docs/reference/json.md): the matching versions'
-    fate in one pack (default: the subject's newest), the verdict and the sentence."""
+    fate in one pack (default: the subject's newest), the verdict and the sentence
+    (`label`: how it names the pack; default "pack N")."""
     from ledger.store.access import check_subject
-    from ledger.store.inputs import inputs_of
-    from ledger.store.packs import decision_rows, detail_of, reason_of
-    from ledger.store.why_evicted import hint_for
 
     q = parse_query(text)
     check_limit(limit)
@@ -188,7 +187,44 @@ def why(
             "(or name a pack)",
             param="pack",
         )
-    view = _view(head)
+    return _answer(conn, head, q, hits, limit, label)
+
+
+def why_chunk(conn: Connection, chunk_id: str, pack_no: int, label: str | None = None) -> WhyAnswer:
+    """`why` about one chunk id in a pack: every version of it, as `why TEXT`
+    gives a match (`ledger check` explains an expected id with it; `label`
+    names the pack in the sentence). No version: the verdict `never_ingested`."""
+    from ledger.store.packs import pack_header
+
+    head = pack_header(conn, pack_no)
+    v = versions.c
+    hits = [
+        Hit(int(r.vid), r.chunk_id, r.source_version, 0.0)
+        for r in conn.execute(
+            select(v.vid, v.chunk_id, v.source_version).where(v.chunk_id == chunk_id)
+        )
+    ]
+    if not hits:
+        sentence = f"No chunk {chunk_id!r} is in the ledger: it was never ingested."
+        return WhyAnswer(chunk_id, pack_no, "never_ingested", sentence, ())
+    return _answer(conn, head, None, hits, 1, label, chunk_id)
+
+
+def _answer(
+    conn: Connection,
+    head: Any,
+    q: Query | None,
+    hits: list[Hit],
+    limit: int,
+    label: str | None = None,
+    asked: str | None = None,
+) -> WhyAnswer:
+    """The answer about `hits` (matching versions) in the pack `head`."""
+    from ledger.store.inputs import inputs_of
+    from ledger.store.packs import decision_rows, detail_of, reason_of
+    from ledger.store.why_evicted import hint_for
+
+    view = replace(_view(head), label=label)
     inputs = inputs_of(head, conn)  # with the retractions and reinstatements at its mark
     rows = _version_rows(conn, [h.vid for h in hits])
     decided = {d.vid: d for d in decision_rows(conn, head.pack_no, [h.vid for h in hits])}
@@ -237,7 +273,10 @@ def why(
             )
         )
     # Hints re-run the selector: only for the versions the answer shows.
-    shown = order_found(found, view)[:limit]
+    # Hints only for what the answer shows: the versions of its first `limit` ids.
+    ordered = order_found(found, view)
+    shown_ids = list(dict.fromkeys(f.id for f in ordered))[:limit]
+    shown = [f for f in ordered if f.id in shown_ids]
     queries = [x for x in (pack_query, q) if x is not None]
     vid_of = {(rows[h.vid].chunk_id, rows[h.vid].source_version): h.vid for h in hits}
     cache: dict[Any, Any] = {}
@@ -254,9 +293,10 @@ def why(
             f = replace(f, hint=_rebuild_hint(conn, head, inputs, r, queries))
         elif f.scope == inputs.scope:
             # Checked by rebuilding the pack as it was built, with each change.
-            f = replace(f, hint=checked_hint(conn, inputs, r.record_digest, q.text))
+            words = q.text if q is not None else None
+            f = replace(f, hint=checked_hint(conn, inputs, r.record_digest, words))
         hinted.append(f)
-    return answer(q.text, view, hinted, limit)
+    return answer(q.text if q is not None else str(asked), view, hinted, limit)
 
 
 def _view(head: Any) -> PackView:
@@ -331,4 +371,4 @@ def _rebuild_hint(
     return _simulated_hint(conn, now, row.record_digest, step)
 
 
-__all__ = ["Hit", "SearchResult", "check_limit", "search", "snippet", "why"]
+__all__ = ["Hit", "SearchResult", "check_limit", "search", "snippet", "why", "why_chunk"]

@@ -85,8 +85,9 @@ def plain_ranking(conn: object, query: str, top: int, inputs: object) -> list[tu
     live_vids = {vid_of[c.record_digest] for c in live if c.section == "evidence"}
     hits = search_versions(conn, parse_query(query), limit=10_000, mark=inputs.mark,  # type: ignore[arg-type, attr-defined]
                            section="evidence", documents_only=True)  # fmt: skip
+    # search_versions orders by the engine's score, then id (the scores shown
+    # are rounded, so they can tie where the engine's do not).
     kept = [h for h in hits if h.vid in live_vids]
-    kept.sort(key=lambda h: (-h.score, h.chunk_id))
     return [(h.chunk_id, h.source_version) for h in kept[:top]]
 
 
