@@ -146,8 +146,9 @@ class Group(Command, click.Group):
 
 
 def command(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Command]:
-    """`click.command` for a `ledger` command."""
-    made: Callable[[Callable[..., Any]], Command] = click.command(name, cls=Command, **kwargs)
+    """`click.command` for a `ledger` command (`cls`: a subclass of `Command`)."""
+    kwargs.setdefault("cls", Command)
+    made: Callable[[Callable[..., Any]], Command] = click.command(name, **kwargs)
     return made
 
 

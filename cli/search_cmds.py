@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
-from ledger_cli.main import command
+from ledger_cli.main import Command, command
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -46,7 +46,40 @@ def search_command(
             click.echo(f"            {r['snippet']}")
 
 
-@command("why")
+class TextCommand(Command):
+    """A command whose argument is free text: a word starting with "-" that
+    names none of the command's options is text (`ledger why -refund`), as is
+    everything after `--`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        names = set(ctx.help_option_names)
+        takes_value = set()
+        for param in self.params:
+            if isinstance(param, click.Option):
+                names.update(param.opts + param.secondary_opts)
+                if not param.is_flag:
+                    takes_value.update(param.opts)
+        options: list[str] = []
+        text: list[str] = []
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                text += args[i + 1 :]
+                break
+            name = arg.split("=", 1)[0]
+            if name in names:
+                options.append(arg)
+                if name in takes_value and "=" not in arg and i + 1 < len(args):
+                    i += 1
+                    options.append(args[i])
+            else:
+                text.append(arg)
+            i += 1
+        return super().parse_args(ctx, [*options, "--", *text])
+
+
+@command("why", cls=TextCommand)
 @click.argument("text")
 @click.option(
     "--pack", "pack_ref", metavar="PACK", help="The pack to ask about (number or digest prefix)."
@@ -63,16 +96,20 @@ def why_command(
 ) -> None:
     """Why did the agent (not) know this? TEXT in words, answered for one pack.
 
-    Finds the chunk versions matching TEXT and says what the pack did with each:
-    admitted; evicted, with the reason and the smallest change that admits it
-    (computed by re-running the selector); not a candidate (the retriever did
-    not offer it, ingested after the pack, or another scope); or never
-    ingested, with the closest terms the index knows. Per chunk id its current
-    version comes first, superseded versions after it.
+    Finds the chunk ids matching TEXT and says what the pack did with each, as
+    the version the pack would have seen (its superseded versions listed under
+    it; --limit counts ids): admitted; evicted, with the reason; not a
+    candidate, with the first gate that kept it out at the pack's own inputs
+    (permission, trust, dates, retraction, supersession), or not retrieved,
+    ingested after the pack, or another scope; or never ingested, with the
+    closest terms the index knows. Every match not admitted has a hint: a hint
+    that admits was checked by rebuilding the pack as it was built with the
+    change. TEXT may start with "-" (or follow `--`).
 
     \b
     ledger why "cache CORS responses"
     ledger why '"refund window"' --pack 3 --json
+    ledger why -- --without-hashes
     """
     if pack_ref is not None and click.get_current_context().get_parameter_source("subject") not in (
         None,

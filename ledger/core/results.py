@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from ledger.core.reasons import why_evicted_sentence
+
 if TYPE_CHECKING:
     from ledger.core.why import WhyMatch
 
@@ -137,10 +139,18 @@ class BatchBuild(JSONResult):
 
 
 class WhyEvicted(JSONResult):
-    """Every pack that considered a chunk, newest first (`why-evicted --json`)."""
+    """Every pack that considered a chunk, newest first (`why-evicted --json`);
+    `sentence`: the one-sentence answer the command leads with."""
 
     ref: str
     versions: tuple[Mapping[str, Any], ...]
+
+    @property
+    def sentence(self) -> str:
+        return why_evicted_sentence(self.data)
+
+    def __repr__(self) -> str:
+        return f"WhyEvicted(ref={self.ref!r}, sentence={self.sentence!r})"
 
 
 class Diff(JSONResult):

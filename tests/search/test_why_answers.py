@@ -8,6 +8,7 @@ through the public API, admits the chunk.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,3 +186,25 @@ def test_a_removed_section_asked_against_another_questions_pack_says_retracted(
     # whatever it claims was checked by rebuilding (the property test above).
     assert kinds[0] == "retracted" and "budget" not in kinds
     assert "retracted" in answer["sentence"]
+
+
+def test_a_text_starting_with_a_dash_and_the_repr_of_answers(tmp_path: Path) -> None:
+    from tests.conftest import run_ledger
+
+    db = tmp_path / "l.db"
+    with ledger.open(str(db), create=True) as lg:
+        lg.ingest_records([
+            chunk(id="flags", dedupe_key="flags", section="evidence",
+                  content="Run it with --without-hashes to skip the digests."),
+        ])  # fmt: skip
+        lg.grant("default", "public-read")
+        lg.set_policy(allow_trust=["approved-source"], budget=1)
+        lg.build("2026-07-21")
+        evicted = lg.why_evicted("flags")
+        assert "left out of pack 1" in evicted.sentence
+        assert repr(evicted) == f"WhyEvicted(ref='flags', sentence={evicted.sentence!r})"
+        assert repr(lg.why("digests")).startswith("WhyAnswer(text='digests', pack=1, verdict=")
+    for args in (["why", "--json", "--", "--without-hashes"], ["why", "-without-hashes", "--json"]):
+        run = run_ledger(*args, db=db)
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["matches"][0]["id"] == "flags"
