@@ -59,6 +59,7 @@ COMMANDS: dict[str, str] = {
     # Search and why
     "search": "ledger_cli.search_cmds:search_command",
     "check": "ledger_cli.check_cmd:check_command",
+    "reinstate": "ledger_cli.retract_cmd:reinstate_command",
     "why": "ledger_cli.search_cmds:why_command",
     # Integrations
     "mcp": "ledger_cli.mcp_cmd:mcp_command",

@@ -218,6 +218,17 @@ class Ledger:
 
         return documents.retract(self._engine, list(ids), from_date, reason)
 
+    def reinstate(
+        self, ids: Sequence[str], *, from_date: str, reason: str | None = None
+    ) -> RetractResult:
+        """Undo the retractions of chunk ids from `from_date` on, as one
+        `reinstate` entry (`ledger reinstate`); a later retraction withdraws them
+        again. An unknown id raises `NotFoundError` (exit 3), an id never
+        retracted `InputError` (exit 1); nothing written then."""
+        from ledger.store import documents
+
+        return documents.reinstate(self._engine, list(ids), from_date, reason)
+
     # Erasure ---------------------------------------------------------
 
     def erase(

@@ -97,6 +97,7 @@ def _run(candidates: list[Candidate], request: Request, order: Order) -> Context
 # Bounds of `admission_hint`: re-runs of the selector (one per gate the target
 # fails, and a few more), and exact passes of the budget gate's simulation.
 _HINT_ROUNDS = 12
+REINSTATE_STEP = "reinstate"  # the step that undoes a retraction
 _BUDGET_ROUNDS = 16
 
 
@@ -245,6 +246,8 @@ def _changes(hint: Hint) -> frozenset[str]:
     """The request fields a hint's steps change: granted, allowed_trust, as_of, budget."""
     changed = {_REQUEST_STEPS[s["kind"]] for s in hint.steps if s["kind"] in _REQUEST_STEPS}
     changed |= {"as_of" for s in hint.steps if s["kind"] == _AS_OF_STEP or "as_of" in s}
+    # A reinstatement lets the target on to gates 6-8, where the others weigh.
+    changed |= {"reinstatements" for s in hint.steps if s["kind"] == REINSTATE_STEP}
     return frozenset(changed)
 
 
@@ -404,14 +407,20 @@ def _as_of(e: Eviction, request: Request, _c: Context, _o: Order, target: Candid
 
 
 def _retracted(e: Eviction, request: Request, _c: Context, _o: Order, target: Candidate) -> _Fix:
-    """No change of request undoes a retraction; an as_of before it admits."""
-    detail = e.detail
-    step = {"kind": REASON[e.reason].change, "from": detail["from"], "entry": detail["entry"]}
-    day = _day_before(detail["from"])
-    if day < target.effective_from:
-        return step, None
-    step["as_of"] = day
-    return step, replace(request, as_of=day)
+    """A retraction is undone by a reinstatement (`ledger reinstate ID --from
+    DATE`, DATE the build's as-of date): simulated as a reinstate entry after
+    every retraction of the id."""
+    entries = [entry for entry, _day in request.retractions.get(target.id, ())]
+    after = max(entries, default=e.detail["entry"]) + 1
+    step = {
+        "kind": REINSTATE_STEP,
+        "id": target.id,
+        "from": request.as_of,
+        "retracted": {"from": e.detail["from"], "entry": e.detail["entry"]},
+    }
+    marks = dict(request.reinstatements)
+    marks[target.id] = (*marks.get(target.id, ()), (after, request.as_of))
+    return step, replace(request, reinstatements=MappingProxyType(marks))
 
 
 def _superseded_by(

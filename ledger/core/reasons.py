@@ -255,6 +255,8 @@ _STEP_WORDS: Mapping[str, str] = MappingProxyType(
         "retrieve": 'retrieve with --query "{query}" --top {top}',
         "rebuild": "build again (the ledger is now at entry {mark})",
         "retracted": "retracted from {from} by entry {entry}",
+        "reinstate": "run `ledger reinstate {id} --from {from}` (undoes the retraction of "
+        "{retracted[from]}, entry {retracted[entry]})",
         "outranked_by": "out-ranked by {kept[id]}@{kept[source_version]} in its dedupe group",
     }
 )

@@ -16,7 +16,7 @@ from ledger.core.chain import GENESIS, entry_hash  # the formulas, pure (proofs 
 from ledger.core.numbers import backend_max
 from ledger.store.schema import entries
 
-KINDS = ("ingest", "grant", "revoke", "policy", "pack", "retract", "erase")
+KINDS = ("ingest", "grant", "revoke", "policy", "pack", "retract", "erase", "reinstate")
 
 
 @dataclass(frozen=True, slots=True)

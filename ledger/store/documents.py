@@ -33,7 +33,7 @@ from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import write_transaction
 from ledger.store.fulltext import index_batch
 from ledger.store.ingest import ingest_payload_digest, record_from_row
-from ledger.store.schema import batches, document_files, retractions, versions
+from ledger.store.schema import batches, document_files, reinstatements, retractions, versions
 
 _IN = 900  # ids per IN (...) list: under SQLite's default variable limit
 
@@ -42,6 +42,13 @@ def retract_payload(ids: Sequence[str], from_date: str, reason: str | None) -> s
     """Digest of a retract entry: the sorted ids, the date and the reason."""
     return digest_value(
         {"from": from_date, "ids": sorted(ids), "kind": "retract", "reason": reason}
+    )
+
+
+def reinstate_payload(ids: Sequence[str], from_date: str, reason: str | None) -> str:
+    """Digest of a reinstate entry: the sorted ids, the date and the reason."""
+    return digest_value(
+        {"from": from_date, "ids": sorted(ids), "kind": "reinstate", "reason": reason}
     )
 
 
@@ -363,8 +370,50 @@ def retract(
     ingested before it with `retracted {from, entry}`. Raises `NotFoundError`
     (exit 3) for an id the ledger does not hold; nothing is written then.
     """
+    unique, reason = _checked_request(ids, from_date, reason, "retract")
+    with write_transaction(engine) as conn:
+        _refuse_unknown(conn, unique, "retracted")
+        seq = _insert_retraction(conn, unique, from_date, reason)
+    return RetractResult(seq, tuple(unique), from_date, reason)
+
+
+def reinstate(
+    engine: Engine, ids: Sequence[str], from_date: str, reason: str | None = None
+) -> RetractResult:
+    """Undo the retractions of chunk ids from `from_date` on, as one `reinstate`
+    entry: builds whose ledger mark includes it no longer evict their versions
+    by the retract entries written before it (a later retraction withdraws them
+    again). An unknown id raises `NotFoundError` (exit 3); an id no retraction
+    names, `InputError`; nothing is written then."""
+    unique, reason = _checked_request(ids, from_date, reason, "reinstate")
+    with write_transaction(engine) as conn:
+        _refuse_unknown(conn, unique, "reinstated")
+        withdrawn = _newest_retraction(conn, unique)
+        never = [cid for cid in unique if cid not in withdrawn]
+        if never:
+            raise InputError(
+                f"chunk id '{never[0]}' was never retracted: there is nothing to reinstate "
+                "(`ledger chunks` shows each version's state); nothing reinstated"
+            )
+        seq = reserve_entry(conn, "reinstate")
+        conn.execute(
+            insert(reinstatements),
+            [
+                {"entry_seq": seq, "chunk_id": cid, "from_date": from_date, "reason": reason}
+                for cid in unique
+            ],
+        )
+        seal_entry(conn, seq, reinstate_payload(unique, from_date, reason))
+    return RetractResult(seq, tuple(unique), from_date, reason)
+
+
+def _checked_request(
+    ids: Sequence[str], from_date: str, reason: str | None, verb: str
+) -> tuple[list[str], str | None]:
+    """The ids (valid, sorted, once each) and the reason (stripped) of a retract
+    or reinstate request, its date checked."""
     if not ids:
-        raise InputError("no ID: name one or more chunk ids to retract")
+        raise InputError(f"no ID: name one or more chunk ids to {verb}")
     clean: list[str] = []
     for cid in ids:
         try:
@@ -383,18 +432,17 @@ def retract(
             raise InputError("reason: must not be blank (leave it out instead)", param="reason")
         if len(reason) > 500 or "\x00" in reason:
             raise InputError("reason: at most 500 characters, and no NUL character", param="reason")
-    unique = sorted(set(clean))
-    with write_transaction(engine) as conn:
-        known: set[str] = set()
-        for start in range(0, len(unique), _IN):
-            part = unique[start : start + _IN]
-            query = select(versions.c.chunk_id).where(versions.c.chunk_id.in_(part)).distinct()
-            known.update(conn.execute(query).scalars())
-        missing = [cid for cid in unique if cid not in known]
-        if missing:
-            raise NotFoundError(
-                f"chunk id '{missing[0]}' is not in the ledger (see `ledger chunks`); "
-                "nothing retracted"
-            )
-        seq = _insert_retraction(conn, unique, from_date, reason)
-    return RetractResult(seq, tuple(unique), from_date, reason)
+    return sorted(set(clean)), reason
+
+
+def _refuse_unknown(conn: Connection, ids: Sequence[str], done: str) -> None:
+    known: set[str] = set()
+    for start in range(0, len(ids), _IN):
+        part = list(ids[start : start + _IN])
+        query = select(versions.c.chunk_id).where(versions.c.chunk_id.in_(part)).distinct()
+        known.update(conn.execute(query).scalars())
+    missing = [cid for cid in ids if cid not in known]
+    if missing:
+        raise NotFoundError(
+            f"chunk id '{missing[0]}' is not in the ledger (see `ledger chunks`); nothing {done}"
+        )

@@ -31,7 +31,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 # The newest migration; `ledger init` upgrades to it and every other command
 # checks for it (a test keeps it equal to Alembic's head).
-SCHEMA_REVISION = "0011"
+SCHEMA_REVISION = "0012"
 BUSY_TIMEOUT_MS = 60_000
 _PG_LOCK_KEY = 0x1ED6E7  # advisory lock that serializes chain appends
 

@@ -29,7 +29,7 @@ from ledger.core.transcript import (
 from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
 from ledger.store.chain import read_head
 from ledger.store.packs import retrieval_of, snapshot_of
-from ledger.store.schema import retractions
+from ledger.store.schema import reinstatements, retractions
 from ledger.tokens import COUNTERS, ESTIMATED, counter_id
 
 DOCUMENTS = "documents"
@@ -167,6 +167,7 @@ def resolve_inputs(
         counter=counter_id(counter),
         mark=mark,
         retractions=retractions_at(conn, mark),
+        reinstatements=reinstatements_at(conn, mark),
     )
 
 
@@ -184,7 +185,16 @@ def ledger_mark(head: int, ledger_at: int | None) -> int:
 
 def retractions_at(conn: Connection, mark: int) -> dict[str, tuple[tuple[int, str], ...]]:
     """Every retraction written at or before ledger time `mark`: id -> ((entry, from), ...)."""
-    r = retractions.c
+    return _marks_at(conn, retractions, mark)
+
+
+def reinstatements_at(conn: Connection, mark: int) -> dict[str, tuple[tuple[int, str], ...]]:
+    """Every reinstatement written at or before `mark`: id -> ((entry, from), ...)."""
+    return _marks_at(conn, reinstatements, mark)
+
+
+def _marks_at(conn: Connection, table: Any, mark: int) -> dict[str, tuple[tuple[int, str], ...]]:
+    r = table.c
     out: dict[str, list[tuple[int, str]]] = {}
     query = select(r.chunk_id, r.entry_seq, r.from_date).where(r.entry_seq <= mark)
     rows: Iterable[tuple[str, int, str]] = conn.execute(query.order_by(r.chunk_id, r.entry_seq))
@@ -266,6 +276,11 @@ def inputs_of(head: Any, conn: Connection | None = None) -> Inputs:
         retrieval=retrieval_of(head),
         retractions=(
             retractions_at(conn, head.ledger_mark)
+            if conn is not None and head.scope == DOCUMENTS
+            else {}
+        ),
+        reinstatements=(
+            reinstatements_at(conn, head.ledger_mark)
             if conn is not None and head.scope == DOCUMENTS
             else {}
         ),

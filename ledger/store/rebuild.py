@@ -170,13 +170,14 @@ def _retrieve_step(
 
 def _with_request(inputs: Inputs, request: Request) -> Inputs:
     """The inputs a changed request stands for (grants, allowed trust, as-of
-    date, budget): the same build, with the user's change."""
+    date, budget, reinstatements): the same build, with the user's change."""
     return replace(
         inputs,
         as_of=request.as_of,
         grants=tuple(sorted(request.granted)),
         policy=replace(inputs.policy, allowed_trust=tuple(sorted(request.allowed_trust))),
         budget=request.budget,
+        reinstatements=dict(request.reinstatements),
     )
 
 

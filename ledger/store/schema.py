@@ -188,6 +188,16 @@ retractions = Table(
     Column("reason", Text),
 )
 
+# One chunk id whose earlier retractions a `reinstate` entry undoes, from a date on.
+reinstatements = Table(
+    "reinstatements",
+    metadata,
+    Column("entry_seq", Integer, ForeignKey("entries.seq"), primary_key=True),
+    Column("chunk_id", String(64), primary_key=True, index=True),
+    Column("from_date", String(10), nullable=False),
+    Column("reason", Text),
+)
+
 # The incremental path of document ingest: per source and file, its digest, the
 # digest of what the rules give it, and the chunk ids it produced (JSON list).
 # Derived state, not hashed: losing it only costs a re-parse.

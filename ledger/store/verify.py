@@ -12,7 +12,7 @@ a problem is reported (docs/reference/json.md, verify).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,15 +27,24 @@ from ledger.core.results import VerifyResult
 from ledger.store import tree
 from ledger.store.access import Policy, grant_payload, policy_payload
 from ledger.store.chain import KINDS, Head, read_head
-from ledger.store.documents import retract_payload
+from ledger.store.documents import reinstate_payload, retract_payload
 from ledger.store.erase import erase_entries
 from ledger.store.ingest import ingest_payload_digest
 from ledger.store.inputs import trace_ids
-from ledger.store.schema import batches, entries, grants, packs, policies, retractions, versions
+from ledger.store.schema import (
+    batches,
+    entries,
+    grants,
+    packs,
+    policies,
+    reinstatements,
+    retractions,
+    versions,
+)
 from ledger.store.verify_packs import VerifyReader, check_pack
 from ledger.store.verify_rows import bad_rows
 
-INGEST, GRANT, REVOKE, POLICY, PACK, RETRACT, ERASE = KINDS
+INGEST, GRANT, REVOKE, POLICY, PACK, RETRACT, ERASE, REINSTATE = KINDS
 _UNKNOWN = "?"  # the kind of an entry that is missing
 
 
@@ -281,16 +290,29 @@ def _check_packs(run: _Run) -> set[int]:
 
 def _check_retractions(run: _Run) -> set[int]:
     """Retractions: the rows of each retract entry against its payload."""
-    retracted = {s: v for s, v in _retract_entries(run.conn).items() if s > run.after}
-    for seq, (ids, days, reasons) in retracted.items():
+    return _check_marks(run, retractions, RETRACT, retract_payload, "retraction")
+
+
+def _check_reinstatements(run: _Run) -> set[int]:
+    """Reinstatements: the rows of each reinstate entry against its payload."""
+    return _check_marks(run, reinstatements, REINSTATE, reinstate_payload, "reinstatement")
+
+
+def _check_marks(
+    run: _Run,
+    table: Any,
+    kind: str,
+    payload: Callable[[Sequence[str], str, str | None], str],
+    what: str,
+) -> set[int]:
+    entries_of = {s: v for s, v in _mark_entries(run.conn, table).items() if s > run.after}
+    for seq, (ids, days, reasons) in entries_of.items():
         if len(days) != 1 or len(reasons) != 1:
-            run.add(
-                seq, run.kind_at(seq), "retraction rows of one entry disagree on date or reason"
-            )
+            run.add(seq, run.kind_at(seq), f"{what} rows of one entry disagree on date or reason")
             continue
-        computed = retract_payload(ids, days.pop(), reasons.pop())
-        run.check_payload(seq, RETRACT, computed, f"retraction of entry {seq}")
-    return set(retracted)
+        computed = payload(ids, days.pop(), reasons.pop())
+        run.check_payload(seq, kind, computed, f"{what} of entry {seq}")
+    return set(entries_of)
 
 
 def _check_erasures(run: _Run) -> set[int]:
@@ -315,6 +337,7 @@ CHECKERS: dict[str, Callable[[_Run], set[int]]] = {
     PACK: _check_packs,
     RETRACT: _check_retractions,
     ERASE: _check_erasures,
+    REINSTATE: _check_reinstatements,
 }
 
 
@@ -405,8 +428,10 @@ def _check_entry_checkpoint(run: _Run, seq: int, want: str) -> None:
 # --------------------------------------------------------------------------
 
 
-def _retract_entries(conn: Connection) -> dict[int, tuple[list[str], set[str], set[str | None]]]:
-    t = retractions.c
+def _mark_entries(
+    conn: Connection, table: Any
+) -> dict[int, tuple[list[str], set[str], set[str | None]]]:
+    t = table.c
     out: dict[int, tuple[list[str], set[str], set[str | None]]] = {}
     rows: Iterable[tuple[int, str, str, str | None]] = conn.execute(
         select(t.entry_seq, t.chunk_id, t.from_date, t.reason).order_by(t.entry_seq, t.chunk_id)

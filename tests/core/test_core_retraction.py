@@ -92,17 +92,23 @@ def test_a_retracted_required_chunk_is_an_ordinary_eviction() -> None:
     assert decided(ctx)[("policy", "v1")] == ("retracted", {"from": "2026-06-01", "entry": 4})
 
 
-def test_the_hint_of_a_retracted_version_is_an_earlier_date() -> None:
+def test_the_hint_of_a_retracted_version_is_to_reinstate_it() -> None:
     old = cand("faq", "v1", "2026-01-01", rank=1)
     hint = admission_hint(
         [old], request("2026-07-01", {"faq": ((5, "2026-06-01"),)}), old.record_digest
     )
     assert hint.to_json()["steps"] == [
-        {"kind": "retracted", "from": "2026-06-01", "entry": 5, "as_of": "2026-05-31"}
+        {
+            "kind": "reinstate",
+            "id": "faq",
+            "from": "2026-07-01",
+            "retracted": {"from": "2026-06-01", "entry": 5},
+        }
     ]
-    assert hint.admits is True
-    # Retracted from before the version took effect: no date admits it.
-    none = admission_hint(
+    assert hint.admits is True  # re-run with a reinstatement after entry 5
+    # Retracted from before the version took effect (no earlier date admits it):
+    # a reinstatement still does.
+    early = admission_hint(
         [old], request("2026-07-01", {"faq": ((5, "2026-01-01"),)}), old.record_digest
     )
-    assert none.admits is False
+    assert early.admits is True and early.steps[0]["kind"] == "reinstate"

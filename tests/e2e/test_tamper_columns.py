@@ -259,6 +259,11 @@ UNHASHED = {
         ("retractions", c): "to confirm: empty in this ledger (no retraction)"
         for c in ("entry_seq", "chunk_id", "from_date", "reason")
     },
+    **{
+        ("reinstatements", c): "covered by the reinstate entry's payload; empty in this "
+        "ledger: tested in tests/store/test_reinstate.py"
+        for c in ("entry_seq", "chunk_id", "from_date", "reason")
+    },
     # Erasure (issue 19): every column is covered by the erase entry's payload
     # digest; tests/erase/test_erase.py changes each and expects exit 4.
     **{

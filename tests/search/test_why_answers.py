@@ -119,9 +119,11 @@ def apply(db: str, pack: int, hint: dict[str, Any]) -> set[str]:
                 build["budget"] = step["budget"]
             elif kind == "retrieve":
                 build["query"], build["top"] = step["query"], step["top"]
+            elif kind == "reinstate":
+                lg.reinstate([step["id"]], from_date=step["from"])
             else:
                 raise AssertionError(f"a step this test cannot apply: {step}")
-        if any(s["kind"] in ("grant", "allow_trust") for s in hint["steps"]):
+        if any(s["kind"] in ("grant", "allow_trust", "reinstate") for s in hint["steps"]):
             build["ledger_at"] = None  # the grant is a new entry: build after it
             build.setdefault("budget", shown["budget"])
         rebuilt = lg.build(**{k: v for k, v in build.items() if v is not None}).to_json()
@@ -181,11 +183,15 @@ def test_a_removed_section_asked_against_another_questions_pack_says_retracted(
         "retracted",
     )
     assert lead["detail"]["from"] == "2026-05-02"
-    kinds = [s["kind"] for s in lead["hint"]["steps"]]
-    # First what withdrew it (and the as-of date before that), never a budget;
-    # whatever it claims was checked by rebuilding (the property test above).
-    assert kinds[0] == "retracted" and "budget" not in kinds
-    assert "retracted" in answer["sentence"]
+    hint = lead["hint"]
+    kinds = [s["kind"] for s in hint["steps"]]
+    # First what undoes the retraction, never a budget; then what retrieves it.
+    assert kinds[0] == "reinstate" and "budget" not in kinds
+    assert (
+        "retracted" in answer["sentence"] and "ledger reinstate env-sslkeylog" in answer["sentence"]
+    )
+    assert hint["admits"] is True
+    assert ("env-sslkeylog", "1") in apply(str(tmp_path / "l.db"), pack, hint)
 
 
 def test_a_text_starting_with_a_dash_and_the_repr_of_answers(tmp_path: Path) -> None:
