@@ -18,6 +18,7 @@ from ledger.core.reasons import (
     DUPLICATE,
     EXPIRED,
     GATE,
+    NOT_RETRIEVED,
     REASON,
     REASON_NAMES,
     SUPERSEDED,
@@ -40,6 +41,9 @@ NEW_VERSION = _cause_of(SUPERSEDED)
 VALIDITY_DATE = _cause_of(EXPIRED)
 DISPLACED = _cause_of(DUPLICATE)
 BUDGET_CHANGE = _cause_of(BUDGET)
+# An evidence chunk that a retrieval build's query did not take (it was in the
+# ledger at that pack's mark): "not retrieved by this query".
+UNRETRIEVED = _cause_of(NOT_RETRIEVED)
 
 ADMITTED_STATE = "admitted"
 EVICTED_STATE = "evicted"
@@ -136,7 +140,15 @@ def _budget_cause(a: State, b: State, fa: PackFigures, fb: PackFigures) -> str |
     return None
 
 
-def cause(a: State, b: State, fa: PackFigures, fb: PackFigures, da: Decided, db: Decided) -> str:
+def cause(
+    a: State,
+    b: State,
+    fa: PackFigures,
+    fb: PackFigures,
+    da: Decided,
+    db: Decided,
+    unretrieved: tuple[bool, bool] = (False, False),
+) -> str:
     """Why a chunk id's state differs between pack A (`da`: its decisions by
     version) and pack B: the earliest gate that one side failed and the other
     passed.
@@ -147,12 +159,14 @@ def cause(a: State, b: State, fa: PackFigures, fb: PackFigures, da: Decided, db:
     displaced by another chunk; budget: budget change when the budget moved the
     way the chunk did, else displaced by another chunk. Another version on each
     side: new version when A did not consider B's version, else the gate that kept
-    it out. Absent on one side: new / removed candidate.
+    it out. Absent on one side: not retrieved by this query when that side is a
+    retrieval build whose ledger held the chunk (`unretrieved`, per side), else
+    new / removed candidate.
     """
     if a.status == ABSENT_STATE:
-        return NEW_CANDIDATE
+        return UNRETRIEVED if unretrieved[0] else NEW_CANDIDATE
     if b.status == ABSENT_STATE:
-        return REMOVED_CANDIDATE
+        return UNRETRIEVED if unretrieved[1] else REMOVED_CANDIDATE
     if a.source_version != b.source_version:
         return _other_version_cause(a, b, fa, fb, da, db)
     reasons = [r for r in (a.reason, b.reason) if r is not None]

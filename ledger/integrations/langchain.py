@@ -33,9 +33,10 @@ from ledger.integrations._pydantic import PackFields
 
 
 class LedgerLoader(BaseLoader):
-    """One `Document` per chunk id: the version valid on `as_of` (default today)
-    with the newest `effective_from`, in every section, without a permission
-    filter (the pack's gates decide later). `metadata`: `ledger_id`,
+    """One `Document` per chunk id: the version a build as of `as_of` (default
+    today) could give at the head (valid on that day, not retracted, the newest
+    `effective_from`; an erased body is left out), in every section, without a
+    permission filter (the pack's gates decide later). `metadata`: `ledger_id`,
     `source_version`, `record_digest`, `section`, `title`, `path` (the last two
     None for records without them). Index these in your vector store."""
 

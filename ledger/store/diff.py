@@ -12,7 +12,7 @@ from sqlalchemy import Connection, select
 from ledger.core.diff import ABSENT, Decided, PackFigures, State, cause, state_of
 from ledger.core.reasons import ADMITTED
 from ledger.store.engine import fetch_tuples
-from ledger.store.packs import pack_header, reason_of
+from ledger.store.packs import pack_header, reason_of, retrieval_of
 from ledger.store.schema import decisions, versions
 
 # A row of `_pack_decisions`: the fields of a decision and of its version.
@@ -59,23 +59,45 @@ def _same(ra: tuple[Any, ...] | None, rb: tuple[Any, ...] | None) -> bool:
     return bool(ra[_STATUS] == rb[_STATUS] and ra[_SOURCE_VERSION] == rb[_SOURCE_VERSION])
 
 
+def _held_evidence(conn: Connection, head: Any, ids: list[str]) -> set[str]:
+    """Of `ids`, the evidence chunks a retrieval pack's ledger held at its mark
+    (empty for a plain build: it took every chunk it held)."""
+    if retrieval_of(head) is None or not ids:
+        return set()
+    v = versions.c
+    held: set[str] = set()
+    for start in range(0, len(ids), 500):
+        query = select(v.chunk_id).where(
+            v.chunk_id.in_(ids[start : start + 500]),
+            v.batch_seq <= head.ledger_mark,
+            v.section == "evidence",
+            v.scope.is_(None),
+        )
+        held.update(conn.execute(query.distinct()).scalars())
+    return held
+
+
 def diff(conn: Connection, a: int, b: int) -> dict[str, Any]:
     """`diff --json`: only what differs, each change with its cause."""
     ha, hb = pack_header(conn, a), pack_header(conn, b)
     fa, fb = PackFigures(ha.budget, ha.as_of), PackFigures(hb.budget, hb.as_of)
     (sa, da), (sb, db) = _pack_decisions(conn, a), _pack_decisions(conn, b)
+    # Ids on one side only: did the other side's query leave them out?
+    held_a = _held_evidence(conn, ha, sorted(set(sb) - set(sa)))
+    held_b = _held_evidence(conn, hb, sorted(set(sa) - set(sb)))
     changes = []
     for cid in sorted(set(sa) | set(sb)):
         ra, rb = sa.get(cid), sb.get(cid)
         if _same(ra, rb):
             continue
         x, y = _state(ra, a), _state(rb, b)
+        unretrieved = (cid in held_a, cid in held_b)
         changes.append(
             {
                 "id": cid,
                 "from": x.to_json(),
                 "to": y.to_json(),
-                "cause": cause(x, y, fa, fb, da, db),
+                "cause": cause(x, y, fa, fb, da, db, unretrieved),
             }
         )
     return {

@@ -6,8 +6,13 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from ledger.core.select import Request, standing
+from ledger.store.candidates import load_candidates
+from ledger.store.chain import read_head
+from ledger.store.inputs import DOCUMENTS, reinstatements_at, retractions_at
 from ledger.store.packs import location_json
 from ledger.store.schema import erasures, versions
+from ledger.tokens import ESTIMATED
 
 
 def version_json(row: Any) -> dict[str, Any]:
@@ -52,33 +57,38 @@ def list_versions(conn: Connection, chunk_id: str | None = None) -> list[dict[st
 
 
 def current_versions(conn: Connection, as_of: str) -> list[dict[str, Any]]:
-    """Per document chunk id, the version valid on `as_of` with the newest
-    `effective_from` (ties: the later ingest), with its content; every section,
-    no permission or trust filter (a pack's gates decide). Ordered by id.
+    """Per document chunk id, the version a build as of `as_of` at the head
+    could give whatever its grants and policy: gates 3-6 (valid on `as_of`, not
+    retracted at the head, the newest of its id), with its content; every
+    section, no permission or trust filter (a pack's gates decide). Ordered by id.
 
     Transcript exchanges are left out: they are a conversation, not documents;
     so is an id whose current version's body was erased.
     """
-    c = versions.c
-    query = (
-        select(versions)
-        .where(c.effective_from <= as_of)
-        .where((c.expires_on.is_(None)) | (c.expires_on > as_of))
-        .where(c.scope.is_(None))
-        .order_by(c.chunk_id, c.effective_from.desc(), c.vid.desc())
+    head = read_head(conn).seq
+    candidates, vid_of = load_candidates(conn, head, ESTIMATED, DOCUMENTS)
+    anyone = Request(
+        as_of,
+        granted=frozenset(c.required_permission for c in candidates),
+        allowed_trust=frozenset(c.trust for c in candidates),
+        budget=0,
+        retractions=retractions_at(conn, head),
+        reinstatements=reinstatements_at(conn, head),
     )
+    live, _out = standing(candidates, anyone)
+    vids = sorted(vid_of[c.record_digest] for c in live)
+    c = versions.c
     out: list[dict[str, Any]] = []
-    last: str | None = None
-    for row in conn.execute(query):
-        if row.chunk_id == last:
-            continue
-        last = row.chunk_id
-        if row.content is None:
-            continue  # erased: no body to index (and an older version is superseded)
-        item = version_json(row)
-        m = row._mapping
-        item["title"] = m.get("title")
-        item["path"] = m.get("path")
-        item["content"] = row.content
-        out.append(item)
+    for start in range(0, len(vids), 500):
+        rows = conn.execute(select(versions).where(c.vid.in_(vids[start : start + 500])))
+        for row in rows:
+            if row.content is None:
+                continue  # erased: no body to index (and an older version is superseded)
+            item = version_json(row)
+            m = row._mapping
+            item["title"] = m.get("title")
+            item["path"] = m.get("path")
+            item["content"] = row.content
+            out.append(item)
+    out.sort(key=lambda item: item["id"])
     return out

@@ -160,3 +160,18 @@ def test_split_documents_count_once_at_their_best_rank(lg: ledger.Ledger) -> Non
     LedgerRetriever(lg, Fixed(docs=parts), as_of=AS_OF).invoke("q")
     ranked = lg.show(1).to_json()["retrieval"]["ranked"]
     assert [(r["id"], r["rank"]) for r in ranked] == [("damaged-items", 1), ("tax-forms", 2)]
+
+
+def test_the_loader_leaves_out_retracted_chunks_and_erased_bodies(lg: ledger.Ledger) -> None:
+    """A vector store built from the loader must not keep what was removed:
+    a retracted id is gone from the retraction's date on (and back once
+    reinstated), an erased body is never loaded."""
+    lg.retract(["tax-forms"], from_date="2026-06-01", reason="removed from the docs")
+    ids = {d.metadata["ledger_id"] for d in LedgerLoader(lg, as_of=AS_OF).load()}
+    assert "tax-forms" not in ids and "shipping" in ids
+    before = {d.metadata["ledger_id"] for d in LedgerLoader(lg, as_of="2026-05-01").load()}
+    assert "tax-forms" in before  # the retraction holds from its date on
+    lg.reinstate(["tax-forms"], from_date="2026-06-01")
+    assert "tax-forms" in {d.metadata["ledger_id"] for d in LedgerLoader(lg, as_of=AS_OF).load()}
+    lg.erase(["shipping"], reason="a test erasure")
+    assert "shipping" not in {d.metadata["ledger_id"] for d in LedgerLoader(lg, as_of=AS_OF).load()}

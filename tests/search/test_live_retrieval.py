@@ -132,3 +132,24 @@ def test_a_retracted_text_never_takes_a_slot_from_a_live_one(tmp_path: Path) -> 
     assert [r["id"] for r in before["retrieval"]["ranked"]] == ["removed"]
     assert [r["id"] for r in after["retrieval"]["ranked"]] == ["answer"]
     assert [a["id"] for a in after["admitted"]] == ["answer"]
+
+
+def test_diff_names_an_id_that_fell_out_of_the_top_k_as_not_retrieved(tmp_path: Path) -> None:
+    with ledger.open(str(tmp_path / "l.db"), create=True) as lg:
+        lg.ingest_records([
+            chunk(id="best", dedupe_key="best", section="evidence", content="harbor pilot harbor"),
+            chunk(id="next", dedupe_key="next", section="evidence", content="harbor pilot boards"),
+            chunk(id="tax", dedupe_key="tax", section="evidence", content="quarterly tax forms"),
+        ])  # fmt: skip
+        lg.grant("default", "public-read")
+        lg.set_policy(allow_trust=["approved-source"], budget=1000)
+        two = lg.build("2026-07-01", query="harbor pilot", top=2).number
+        one = lg.build("2026-07-01", query="harbor pilot", top=1).number
+        plain = lg.build("2026-07-01").number
+        causes = {c["id"]: c["cause"] for c in lg.diff(two, one).to_json()["changes"]}
+        back = {c["id"]: c["cause"] for c in lg.diff(one, two).to_json()["changes"]}
+        # A plain pack that took "tax" against a retrieval pack that did not rank it.
+        to_plain = {c["id"]: c["cause"] for c in lg.diff(one, plain).to_json()["changes"]}
+    assert causes == {"next": "not retrieved by this query"}
+    assert back == {"next": "not retrieved by this query"}
+    assert to_plain["tax"] == "not retrieved by this query"
