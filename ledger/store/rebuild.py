@@ -114,7 +114,7 @@ def checked_hint(
             return {"target": ref, "steps": steps, "admits": False}
         if any(c.record_digest == target for c in built.context.items):
             return {"target": ref, "steps": steps, "admits": True}
-        step, changed = _next_step(conn, built, target, query, asked)
+        step, changed = _next_step(conn, built.inputs, built.context, target, query, asked)
         if step is None:
             return {"target": ref, "steps": steps, "admits": False}
         steps.append(step)
@@ -128,14 +128,17 @@ _Next = tuple[dict[str, Any] | None, tuple[Inputs, str | None] | None]
 
 
 def _next_step(
-    conn: Connection, built: Rebuilt, target: str, query: str | None, asked: str | None
+    conn: Connection,
+    inputs: Inputs,
+    context: Context,
+    target: str,
+    query: str | None,
+    asked: str | None,
 ) -> _Next:
-    """The fix for what keeps the target out of `built`, and the inputs (and
-    query) with it applied (None when no change of a build's options moves it)."""
-    assert built.context is not None
-    inputs = built.inputs
-    evicted = next((e for e in built.context.evicted if e.candidate.record_digest == target), None)
-    context = built.context
+    """The fix for what keeps the target out of the pack these inputs decided
+    (`context`), and the inputs (and query) with it applied (None when no change
+    of a build's options moves it)."""
+    evicted = next((e for e in context.evicted if e.candidate.record_digest == target), None)
     if evicted is None:  # not a candidate: gates 1-6 first, then the retriever
         judged = _judged(conn, inputs, target)
         if judged is None:
