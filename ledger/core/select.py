@@ -385,11 +385,7 @@ def select_plain(
     """`select`, one readable function per gate: the rule `select_fast` follows."""
     cands = sorted(candidates, key=identity)
     evicted: _Evicted = {}
-    passed = gates_1_to_4(cands, request, evicted)
-    if request.retractions:
-        passed = gate_5_retracted(cands, passed, request, evicted)
-    if request.supersede:
-        passed = gate_6_superseded(cands, passed, evicted)
+    passed = gates_5_and_6(cands, gates_1_to_4(cands, request, evicted), request, evicted)
     kept = gate_7_duplicate(cands, passed, order, evicted)
     admitted = gate_8_budget(cands, kept, request.budget, evicted)
     items = sorted((cands[i] for i in sorted(admitted)), key=order.output)
@@ -410,11 +406,19 @@ def standing(
     cands = sorted(candidates, key=identity)
     evicted: _Evicted = {}
     passed = _each_through_gates_1_to_4(cands, request, evicted)
+    passed = gates_5_and_6(cands, passed, request, evicted)
+    return [cands[i] for i in passed], [evicted[i] for i in sorted(evicted)]
+
+
+def gates_5_and_6(
+    cands: list[Candidate], passed: list[int], request: Request, evicted: _Evicted
+) -> list[int]:
+    """Gate 5 when the request carries retractions, gate 6 when it supersedes."""
     if request.retractions:
         passed = gate_5_retracted(cands, passed, request, evicted)
     if request.supersede:
         passed = gate_6_superseded(cands, passed, evicted)
-    return [cands[i] for i in passed], [evicted[i] for i in sorted(evicted)]
+    return passed
 
 
 def _each_through_gates_1_to_4(

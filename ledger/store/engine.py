@@ -215,19 +215,14 @@ def writer_lock(engine: Engine) -> Iterator[None]:
 @contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
     """One all-or-nothing write transaction holding the ledger's write lock."""
-    with writer_lock(engine), engine.connect() as plain:
-        conn = plain.execution_options(ledger_write=True)
-        with conn.begin():
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
-            yield conn
+    with _locked(engine, commit=True) as conn:
+        yield conn
 
 
 @contextmanager
-def rehearsal_transaction(engine: Engine) -> Iterator[Connection]:
-    """A write transaction that is always rolled back: what a write would do,
-    asked of the ledger and then undone (`ledger check` records a failing case's
-    pack in one to ask `why` about it). The database ends exactly as it was."""
+def _locked(engine: Engine, *, commit: bool) -> Iterator[Connection]:
+    """A transaction holding the write lock: committed at the end when `commit`
+    (an exception rolls it back), else always rolled back."""
     with writer_lock(engine), engine.connect() as plain:
         conn = plain.execution_options(ledger_write=True)
         transaction = conn.begin()
@@ -235,8 +230,22 @@ def rehearsal_transaction(engine: Engine) -> Iterator[Connection]:
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
             yield conn
-        finally:
+        except BaseException:
             transaction.rollback()
+            raise
+        if commit:
+            transaction.commit()
+        else:
+            transaction.rollback()
+
+
+@contextmanager
+def rehearsal_transaction(engine: Engine) -> Iterator[Connection]:
+    """A write transaction that is always rolled back: what a write would do,
+    asked of the ledger and then undone (`ledger check` records a failing case's
+    pack in one to ask `why` about it). The database ends exactly as it was."""
+    with _locked(engine, commit=False) as conn:
+        yield conn
 
 
 @contextmanager
