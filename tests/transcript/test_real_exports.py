@@ -177,7 +177,7 @@ def test_ingest_and_build_keep_the_original_lines_under_session_ids(
     pack = ledger_json(
         "build", "--transcript", str(path), "--from", fmt, "--budget", str(10**7), db=db_url
     )
-    assert (pack["as_of"], pack["subject"]) == (day, session)
+    assert (pack["as_of"], pack["subject"]) == (day, "transcript:" + session)
     assert [a["id"] for a in pack["admitted"]] == ids and pack["evicted"] == []
     listing = run_ledger("packs", db=db_url, check=True).stdout
     assert day in listing and session in listing and "1970-01-01" not in listing
