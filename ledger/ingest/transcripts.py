@@ -33,6 +33,7 @@ from typing import Any
 from ledger.core.canonical import digest_value
 from ledger.core.errors import InputError, LedgerError
 from ledger.core.exports import export_slug, read_transcript, session_slug, transcript_date
+from ledger.core.records import LEDGER_MAX_CONTENT, MAX_TOKENS
 from ledger.core.transcript import (
     Transcript,
     continuation_header,
@@ -183,13 +184,28 @@ def exchange_records(annotated: Annotated, id_prefix: str) -> Iterator[tuple[str
     dates = annotated.dates
     link = _agent_link(annotated)
     for ex in t.exchanges:
+        where = f"{t.name}: {ex.id} (lines {ex.first_line}-{ex.last_line})"
         rec = exchange_record(t, ex, annotated.priorities[ex.id], id_prefix=id_prefix)
+        _check_size(where, rec)
         rec["source_version"] = version
         if dates is not None:
             rec["effective_from"] = dates[0]  # the session's own first day, not 1970
         if link:
             rec["source_uri"] = f"transcript://sha256/{t.sha256}?{link}#{ex.id}"
-        yield f"{t.name}: {ex.id} (lines {ex.first_line}-{ex.last_line})", rec
+        yield where, rec
+
+
+def _check_size(where: str, rec: dict[str, Any]) -> None:
+    """An exchange is stored whole: one that the ledger cannot hold as one chunk
+    (more than 16 Mi characters, or a framed cost above the largest count a
+    chunk may have) is refused by name, in bytes, before anything is stored."""
+    chars, cost = len(rec["content"]), rec["estimated_tokens"]
+    if chars > LEDGER_MAX_CONTENT or cost > MAX_TOKENS:
+        raise InputError(
+            f"{where}: the exchange is {cost:,} bytes framed ({chars:,} characters); "
+            f"the ledger stores an exchange whole, at most {MAX_TOKENS:,} bytes framed "
+            f"and {LEDGER_MAX_CONTENT:,} characters (`ledger transcript export` has no such limit)"
+        )
 
 
 def _agent_link(annotated: Annotated) -> str:
