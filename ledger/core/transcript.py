@@ -460,7 +460,7 @@ def omissions_document(selection: Selection) -> dict[str, Any]:
 
     For an export (Claude Code, Codex) each exchange also has `lines` [first, last] and
     `marks`, and the document the export's `format`, `session`, `dates`,
-    `skipped` (record type -> count) and `injected`.
+    `skipped` (record type -> count), `injected`, `agent` and `launches`.
     """
     export = selection.transcript.export
     exchanges = []
@@ -507,6 +507,8 @@ def export_summary(export: ExportInfo) -> dict[str, Any]:
         "dates": [export.first_date, export.last_date],
         "skipped": dict(export.skipped),
         "injected": export.injected,
+        "agent": export.agent_id,
+        "launches": dict(export.launches),
     }
 
 

@@ -11,6 +11,7 @@ when the parent file is where Claude Code writes it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -204,3 +205,25 @@ def test_an_older_launch_that_names_the_agent_only_in_its_text_is_found() -> Non
     data = jsonl(cc_prompt("review it"), cc_tool_use("task1"), record, cc_text("Reviewed."))
     t = read_export(data, "claude-code")
     assert t.export is not None and dict(t.export.launches) == {SYNC_AGENT: "e001"}
+
+
+def test_annotate_json_names_the_agent_and_the_launches(tmp_path: Path) -> None:
+    parent, sync, _background = layout(tmp_path)
+    docs = []
+    for path in (parent, sync):
+        proc = run_ledger(
+            "transcript",
+            "annotate",
+            "--from",
+            "claude-code",
+            str(path),
+            str(tmp_path / f"{path.stem}.p.json"),
+            "--json",
+        )
+        assert proc.returncode == 0, proc.stderr
+        docs.append(json.loads(proc.stdout))
+    assert (docs[0]["agent"], docs[0]["launches"]) == (
+        None,
+        {SYNC_AGENT: "e001", ASYNC_AGENT: "e002"},
+    )
+    assert (docs[1]["agent"], docs[1]["launches"]) == (SYNC_AGENT, {})
