@@ -227,3 +227,40 @@ def test_annotate_json_names_the_agent_and_the_launches(tmp_path: Path) -> None:
         {SYNC_AGENT: "e001", ASYNC_AGENT: "e002"},
     )
     assert (docs[1]["agent"], docs[1]["launches"]) == (SYNC_AGENT, {})
+
+
+# -- a real session and one of its subagents (fixtures/transcripts/SOURCES.md) ----------
+
+REAL_PARENT = (
+    Path(__file__).resolve().parents[2]
+    / "fixtures/transcripts/claude-code/session-share/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+)
+REAL_SESSION = REAL_PARENT.stem
+REAL_AGENT = REAL_PARENT.with_suffix("") / "subagents" / "agent-a9cad17.jsonl"
+
+
+def test_a_real_parent_names_the_exchange_of_each_background_agent() -> None:
+    t = read_export(REAL_PARENT.read_bytes(), "claude-code", name=REAL_PARENT.name)
+    assert t.export is not None and dict(t.export.launches) == {
+        "a9cad17": "e001",  # lines 8-10: the first three Task results
+        "aa5ef13": "e001",
+        "ac27727": "e001",
+        "afbbf75": "e004",  # lines 53-54: launched again after "/publish-session"
+        "a5bdbc1": "e004",
+    }
+
+
+def test_a_real_subagent_ingests_beside_its_parent_linked_to_its_launch(db_url: str) -> None:
+    for path in (REAL_PARENT, REAL_AGENT):
+        got = ledger_json(
+            "ingest", "--format", "transcript", "--from", "claude-code", str(path), db=db_url
+        )
+        assert got["new"] == got["read"]
+    rows = dbtools.query(db_url, "SELECT chunk_id, source_uri, content FROM chunk_versions")
+    by_id = {r[0]: (r[1], r[2]) for r in rows}
+    assert len(by_id) == 8  # the parent's seven exchanges and the agent's one
+    uri, content = by_id[f"{REAL_SESSION}-a9cad17-e001"]
+    assert uri.endswith(f"?agent=a9cad17&launched-by={REAL_SESSION}-e001#e001")
+    assert content.encode("utf-8") == REAL_AGENT.read_bytes()  # lines 1-6, the whole file
+    assert "agentId: a9cad17" in by_id[f"{REAL_SESSION}-e001"][1]
+    assert ledger_json("verify", db=db_url)["ok"] is True
