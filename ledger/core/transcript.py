@@ -78,6 +78,22 @@ TRANSCRIPT_SECTION = "evidence"
 TRANSCRIPT_PERMISSION = "transcript-read"
 TRANSCRIPT_TRUST = "user-input"
 TRANSCRIPT_EFFECTIVE_FROM = "1970-01-01"
+# A transcript pack's scope is this prefix and its annotation's version; its
+# budget, `used`, `remaining` and every count are UTF-8 bytes of continuation.md.
+TRANSCRIPT_PACK_SCOPE = "transcript:"
+TRANSCRIPT_UNIT = "bytes"
+
+
+def budget_unit(scope: str | None) -> str:
+    """The unit a pack's budget and counts are in, for every text that shows
+    them: "bytes" for a transcript pack (scope `transcript:...`), else "tokens".
+
+    >>> budget_unit("transcript:0f3a.p1c2d"), budget_unit(None)
+    ('bytes', 'tokens')
+    """
+    if scope is not None and scope.startswith(TRANSCRIPT_PACK_SCOPE):
+        return TRANSCRIPT_UNIT
+    return "tokens"
 
 _BACKTICKS = re.compile(rb"`+")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")

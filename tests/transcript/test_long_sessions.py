@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from ledger.core.exports import read_export
+from ledger.core.transcript import budget_unit
 from tests import dbtools
 from tests.conftest import ledger_json, run_ledger
 from tests.seeded import seed_ledger
@@ -200,3 +201,6 @@ def test_a_session_id_never_becomes_the_document_packs_subject(tmp_path: Path) -
     assert why["pack"] == 1 and "subject default)" in why["sentence"]
     listing = {p["pack"]: p["subject"] for p in ledger_json("packs", db=db)["packs"]}
     assert listing == {1: "default", 2: "transcript:default"}
+    # Its budget and counts are bytes; the document pack's are tokens.
+    assert budget_unit(pack["scope"]) == "bytes"
+    assert budget_unit(ledger_json("show", "1", db=db).get("scope")) == "tokens"
