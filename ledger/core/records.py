@@ -2,7 +2,7 @@
 
 Shared by `ledger pack` (fixture mode: every text field stripped, `content`
 included, at most 10,000 characters) and `ledger ingest` (ledger mode: `content`
-stored exactly as given, at most 1,000,000 characters). The rule texts are the
+stored exactly as given, at most 16,777,216 characters). The rule texts are the
 pack-fixture contract's words (docs/reference/compatibility.md), so callers can match them:
 
     chunks[3].priority must be between 0 and 100
