@@ -95,6 +95,7 @@ def budget_unit(scope: str | None) -> str:
         return TRANSCRIPT_UNIT
     return "tokens"
 
+
 _BACKTICKS = re.compile(rb"`+")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
