@@ -323,6 +323,9 @@ def _iter_transcript(
         if export.agent_id is not None:
             launched = annotated.launched_by or "not found (no parent session file beside it)"
             notes.append(f"{path}: subagent {export.agent_id}, launched by {launched}")
+        if export.launches:
+            shown = ", ".join(f"{agent} in {ex}" for agent, ex in export.launches.items())
+            notes.append(f"{path}: launched subagents {shown}")
     if progress is not None:
         progress(len(annotated.transcript.data))
     yield from exchange_records(annotated, prefix)

@@ -125,6 +125,10 @@ def test_subagents_ingest_beside_their_parent_linked_to_the_launching_exchange(
             "ingest", "--format", "transcript", "--from", "claude-code", str(path), db=db_url
         )
         assert got["new"] == got["read"]  # nothing collides, nothing is "unchanged"
+    notes = run_ledger(
+        "ingest", "--format", "transcript", "--from", "claude-code", str(parent), db=db_url
+    ).stderr
+    assert f"launched subagents {SYNC_AGENT} in e001, {ASYNC_AGENT} in e002" in notes
     rows = dbtools.query(db_url, "SELECT chunk_id, source_uri, content FROM chunk_versions")
     by_id = {r[0]: (r[1], r[2]) for r in rows}
     assert sorted(by_id) == sorted(
