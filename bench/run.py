@@ -35,6 +35,7 @@ MODULES = [
     "proofs",
     "writers",
     "check",
+    "sessions",
 ]
 
 CHILD = r"""

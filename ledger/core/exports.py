@@ -1,18 +1,19 @@
 """Readers for real transcript exports: Claude Code sessions and Codex rollouts.
 
 Pure: bytes in, values out (no file system, clock or randomness). The strict
-strict transcript parser (`ledger.core.transcript.parse_transcript`) refuses anything but
-messages; these readers take the files those tools write as they are and map
-every record type (see docs/guides/transcripts.md, the tables "What `--from claude-code` reads" and
-"What `--from codex` reads"):
+transcript reader (`ledger.core.transcript_strict.parse_transcript`) refuses
+anything but messages; these readers take the files those tools write as they
+are. What each record is (`ledger.core.export_records`, and the tables "What
+`--from claude-code` reads" and "What `--from codex` reads" in
+docs/guides/transcripts.md):
 
 - a record that carries no message (queue operations, summaries, session
   metadata, snapshots, token counts, ...) is *skipped* and counted by its type
   (`skipped`, e.g. ``{"queue-operation": 4, "event_msg:token_count": 66}``);
-- a message injected by the tool (hook feedback, system reminders, ``isMeta``
-  records, compaction summaries, Codex developer and environment messages)
-  belongs to the exchange in progress (before the first prompt: to the first
-  exchange) and never opens one;
+- a message injected by the tool (hook feedback, system reminders, task
+  notifications, command output, ``isMeta`` records, compaction summaries, Codex
+  developer and environment messages) belongs to the exchange in progress
+  (before the first prompt: to the first exchange) and never opens one;
 - a user prompt opens an exchange. A prompt that arrives while a tool call or a
   tool result is still unanswered closes the exchange in progress as
   ``interrupted``; an exchange whose prompt got no assistant output at all is
@@ -23,6 +24,11 @@ record to its last one, so its payload is those lines byte for byte (skipped
 records that sit inside the range stay in it, verbatim; the ones between two
 exchanges belong to none and are only counted). Line numbers and the SHA-256
 are those of the original file.
+
+A Claude Code subagent's own file (`<session>/subagents/agent-<id>.jsonl`)
+carries its parent's session id; its exchanges are named by both
+(`subagent_slug`), and the parent's reading says which of its exchanges
+launched each agent (`ExportInfo.launches`).
 """
 
 from __future__ import annotations
@@ -31,9 +37,23 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from ledger.core.transcript import (
+from ledger.core.export_records import (
+    ASSISTANT,
+    INJECTED,
+    INJECTED_MARK,
+    INTERRUPTED,
+    ORPHANED,
+    PROMPT,
+    SKIP,
+    UNANSWERED,
+    ClaudeReader,
+    CodexReader,
+    Event,
+    RecordFail,
+)
+from ledger.core.transcript_model import (
+    BOM,
     Exchange,
     ExportInfo,
     Transcript,
@@ -43,273 +63,19 @@ from ledger.core.transcript import (
     loads_strict,
     split_lines,
 )
+from ledger.core.transcript_strict import parse_transcript
 
 FORMATS: tuple[str, ...] = ("claude-code", "codex")
 
-# Marks an exchange can carry (sorted in output).
-INTERRUPTED = "interrupted"  # cut off: a prompt (or the end) came before the answer
-UNANSWERED = "unanswered"  # its prompt got no assistant output at all
-INJECTED = "injected"  # holds messages the tool injected (hooks, reminders, meta)
-SIDECHAIN = "sidechain"  # holds subagent (isSidechain) records of a main session
-ORPHANED = "orphaned"  # holds a tool result whose call is not in the exchange
-MARKS: tuple[str, ...] = (INJECTED, INTERRUPTED, ORPHANED, SIDECHAIN, UNANSWERED)
-
-_BOM = b"\xef\xbb\xbf"
 _DATE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T")
 
-# What a record is to the exchange builder.
-_SKIP, _PROMPT, _INJECTED, _ASSISTANT, _RESULT = "skip", "prompt", "injected", "assistant", "result"
 
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One record as the exchange builder sees it."""
-
-    kind: str  # _SKIP, _PROMPT, _INJECTED, _ASSISTANT or _RESULT
-    type: str = ""  # for _SKIP: the key counted in `skipped`
-    calls: tuple[str, ...] = ()  # _ASSISTANT: tool call ids; _RESULT: answered ids
-    marks: tuple[str, ...] = ()  # marks the record gives its exchange
-    echo: str | None = None  # _PROMPT: text that a duplicate of this prompt repeats
-    echo_kind: str = ""  # _PROMPT: which record form carried it (Codex writes two)
-
-
-class _Fail(Exception):
-    """A record-level problem; the caller adds file and line."""
-
-
-def _text_of(content: Any) -> str:
-    """The text of a message's content: a string, or its text blocks joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-        return "\n".join(parts)
-    return ""
-
-
-def _date(value: Any) -> str | None:
+def _date(value: object) -> str | None:
     if isinstance(value, str):
         match = _DATE.match(value)
         if match:
             return match.group(1)
     return None
-
-
-# -- Claude Code ----------------------------------------------------------------------
-
-# User records whose text the tool wrote, not the person: they belong to the
-# exchange in progress. (Slash commands the person typed, `<command-name>`, are
-# prompts.)
-_CLAUDE_INJECTED_PREFIXES: tuple[str, ...] = (
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<local-command-caveat>",
-    "<system-reminder>",
-    "<user-prompt-submit-hook>",
-    "Stop hook feedback:",
-    "SubagentStop hook feedback:",
-    "PreToolUse:",
-    "PostToolUse:",
-    "[Request interrupted by user",
-    "Caveat: The messages below were generated by the user while running local commands",
-)
-_CLAUDE_INTERRUPT = "[Request interrupted by user"
-# Records without a message: skipped and counted.
-_CLAUDE_SKIPPED: frozenset[str] = frozenset(
-    {
-        "summary",
-        "queue-operation",
-        "file-history-snapshot",
-        "progress",
-        "last-prompt",
-        "custom-title",
-        "agent-name",
-        "tag",
-        "pr-link",
-    }
-)
-
-
-def _claude_user(record: dict[str, Any], message: dict[str, Any]) -> Event:
-    content = message.get("content")
-    if isinstance(content, str):
-        blocks: list[Any] = []
-    elif isinstance(content, list):
-        blocks = content
-    else:
-        raise _Fail("user message content must be a string or a list of content blocks")
-    results: list[str] = []
-    for number, block in enumerate(blocks, 1):
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            raise _Fail(f"user content block {number} is not an object with a string 'type'")
-        if block["type"] == "tool_result":
-            call = block.get("tool_use_id")
-            if not isinstance(call, str) or not call:
-                raise _Fail(f"user content block {number}: tool_result has no 'tool_use_id'")
-            results.append(call)
-    text = _text_of(content).lstrip()
-    marks = (INTERRUPTED,) if text.startswith(_CLAUDE_INTERRUPT) else ()
-    if results:
-        # Text beside tool results (hook feedback, an interruption note) rides along.
-        return Event(_RESULT, calls=tuple(results), marks=marks)
-    injected = (
-        record.get("isMeta") is True
-        or record.get("isCompactSummary") is True
-        or record.get("isVisibleInTranscriptOnly") is True
-        or text.startswith(_CLAUDE_INJECTED_PREFIXES)
-    )
-    if injected:
-        return Event(_INJECTED, marks=marks)
-    return Event(_PROMPT, echo=None)
-
-
-def _claude_assistant(message: dict[str, Any]) -> Event:
-    content = message.get("content")
-    calls: list[str] = []
-    if isinstance(content, list):
-        for number, block in enumerate(content, 1):
-            if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-                raise _Fail(
-                    f"assistant content block {number} is not an object with a string 'type'"
-                )
-            if block["type"] == "tool_use":
-                call = block.get("id")
-                if not isinstance(call, str) or not call:
-                    raise _Fail(f"assistant content block {number}: tool_use has no 'id'")
-                calls.append(call)
-    elif content is not None and not isinstance(content, str):
-        raise _Fail("assistant message content must be a string, a list of content blocks or null")
-    return Event(_ASSISTANT, calls=tuple(calls))
-
-
-class _ClaudeReader:
-    """Classifies the records of one Claude Code session file (`~/.claude/projects`)."""
-
-    def __init__(self) -> None:
-        self.session_id: str | None = None
-        self.main_is_sidechain: bool | None = None  # a subagent's own file is all sidechain
-
-    def __call__(self, record: dict[str, Any]) -> Event:
-        kind = record.get("type")
-        if not isinstance(kind, str):
-            raise _Fail("record has no string 'type'; not a Claude Code session record")
-        if kind in ("user", "assistant"):
-            message = record.get("message")
-            if not isinstance(message, dict):
-                raise _Fail(f"{kind} record has no 'message' object")
-            if self.session_id is None and isinstance(record.get("sessionId"), str):
-                self.session_id = record["sessionId"]
-            sidechain = record.get("isSidechain") is True
-            if self.main_is_sidechain is None:
-                self.main_is_sidechain = sidechain
-            if sidechain and not self.main_is_sidechain:
-                # A subagent's turn inside the main session: part of the exchange in
-                # progress, its own tool calls not the main thread's.
-                return Event(_INJECTED, marks=(SIDECHAIN,))
-            if kind == "user":
-                return _claude_user(record, message)
-            return _claude_assistant(message)
-        if kind == "system":
-            # Notices the tool wrote into the session (hook summaries, compaction
-            # boundaries, API errors): injected when they carry text.
-            if isinstance(record.get("content"), str) and record["content"].strip():
-                return Event(_INJECTED)
-            subtype = record.get("subtype")
-            return Event(_SKIP, type=f"system:{subtype}" if isinstance(subtype, str) else "system")
-        if kind == "attachment":
-            return Event(_INJECTED)
-        # Everything else carries no message: counted by type (unknown types too,
-        # so a newer export still reads and says what it skipped).
-        return Event(_SKIP, type=kind)
-
-
-# -- Codex ----------------------------------------------------------------------------
-
-# User-role messages that Codex writes itself (context, instructions, aborts).
-_CODEX_INJECTED_PREFIXES: tuple[str, ...] = (
-    "<environment_context>",
-    "<user_instructions>",
-    "<permissions instructions>",
-    "<user_shell_command>",
-    "<turn_aborted>",
-    "<skill>",
-    "# AGENTS.md instructions",
-)
-_CODEX_CALLS: frozenset[str] = frozenset(
-    {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
-)
-_CODEX_OUTPUTS: frozenset[str] = frozenset(
-    {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
-)
-_CODEX_ASSISTANT_ITEMS: frozenset[str] = frozenset(
-    {"reasoning", "web_search_call", "image_generation_call"}
-)
-
-
-class _CodexReader:
-    """Classifies the records of one Codex rollout (`~/.codex/sessions/.../rollout-*.jsonl`)."""
-
-    def __init__(self) -> None:
-        self.session_id: str | None = None
-
-    def __call__(self, record: dict[str, Any]) -> Event:
-        kind = record.get("type")
-        payload = record.get("payload")
-        if not isinstance(kind, str) or not isinstance(payload, dict):
-            raise _Fail(
-                "record has no string 'type' and 'payload' object; not a Codex rollout line"
-            )
-        ptype = payload.get("type")
-        if kind == "session_meta":
-            if self.session_id is None and isinstance(payload.get("id"), str):
-                self.session_id = payload["id"]
-            return Event(_SKIP, type=kind)
-        if kind == "compacted":
-            return Event(_INJECTED)  # the summary that replaces the compacted history
-        if kind == "event_msg":
-            if ptype == "user_message":
-                message = payload.get("message")
-                if not isinstance(message, str):
-                    raise _Fail("event_msg user_message has no string 'message'")
-                return Event(_PROMPT, echo=message.strip(), echo_kind="event_msg")
-            marks = (INTERRUPTED,) if ptype == "turn_aborted" else ()
-            return Event(_SKIP, type=f"event_msg:{ptype}", marks=marks)
-        if kind == "response_item":
-            return self._item(payload, ptype)
-        return Event(_SKIP, type=kind)  # turn_context and anything newer
-
-    def _item(self, payload: dict[str, Any], ptype: Any) -> Event:
-        if ptype == "message":
-            role = payload.get("role")
-            content = payload.get("content")
-            if content is not None and not isinstance(content, (str, list)):
-                raise _Fail("response_item message content must be a list of content items")
-            if role == "assistant":
-                return Event(_ASSISTANT)
-            if role == "user":
-                text = _text_of(content).strip()
-                if text.startswith(_CODEX_INJECTED_PREFIXES):
-                    marks = (INTERRUPTED,) if text.startswith("<turn_aborted>") else ()
-                    return Event(_INJECTED, marks=marks)
-                return Event(_PROMPT, echo=text, echo_kind="response_item")
-            return Event(_INJECTED)  # developer and system messages
-        if ptype in _CODEX_CALLS:
-            return Event(_ASSISTANT, calls=(self._call_id(payload, ptype),))
-        if ptype in _CODEX_OUTPUTS:
-            return Event(_RESULT, calls=(self._call_id(payload, ptype),))
-        if ptype in _CODEX_ASSISTANT_ITEMS:
-            return Event(_ASSISTANT)
-        return Event(_SKIP, type=f"response_item:{ptype}")
-
-    @staticmethod
-    def _call_id(payload: dict[str, Any], ptype: str) -> str:
-        call = payload.get("call_id", payload.get("id"))
-        if not isinstance(call, str) or not call:
-            raise _Fail(f"response_item {ptype} has no 'call_id'")
-        return call
 
 
 # -- the exchange builder ---------------------------------------------------------------
@@ -330,6 +96,7 @@ class _Open:
     marks: set[str] = field(default_factory=set)
     echo: str | None = None  # the prompt's text, while nothing else followed it
     echo_kind: str = ""
+    agents: list[str] = field(default_factory=list)  # subagents its tool results launched
 
 
 def read_export(data: bytes, fmt: str, *, name: str = "<transcript>") -> Transcript:
@@ -351,13 +118,11 @@ def read_export(data: bytes, fmt: str, *, name: str = "<transcript>") -> Transcr
         raise ValueError(f"unknown export format {fmt!r}")
     if not data:
         raise TranscriptError(name, 1, f"empty file; expected a {fmt} export (JSON Lines)")
-    if data.startswith(_BOM):
+    if data.startswith(BOM):
         raise TranscriptError(
             name, 1, "starts with a UTF-8 byte-order mark; save the file as UTF-8 without BOM"
         )
-    reader: _ClaudeReader | _CodexReader = (
-        _ClaudeReader() if fmt == "claude-code" else _CodexReader()
-    )
+    reader: ClaudeReader | CodexReader = ClaudeReader() if fmt == "claude-code" else CodexReader()
     grouping = _Exchanges()
     lineno = 0
     for lineno, start, end, line in split_lines(data):
@@ -367,9 +132,9 @@ def read_export(data: bytes, fmt: str, *, name: str = "<transcript>") -> Transcr
         try:
             record = loads_strict(decode_line(line))
             if not isinstance(record, dict):
-                raise _Fail(f"line is a JSON {type(record).__name__}, not an object")
+                raise RecordFail(f"line is a JSON {type(record).__name__}, not an object")
             event = reader(record)
-        except (ValueError, _Fail) as exc:
+        except (ValueError, RecordFail) as exc:
             raise TranscriptError(name, lineno, str(exc)) from None
         grouping.add(event, lineno, start, end, _date(record.get("timestamp")))
     exchanges = grouping.finish()
@@ -382,6 +147,8 @@ def read_export(data: bytes, fmt: str, *, name: str = "<transcript>") -> Transcr
         last_date=grouping.last_date,
         skipped=dict(sorted(grouping.skipped.items())),
         injected=grouping.injected,
+        agent_id=reader.agent_id,
+        launches=dict(grouping.launches),
     )
     return Transcript(name, data, hashlib.sha256(data).hexdigest(), tuple(exchanges), export=info)
 
@@ -399,16 +166,17 @@ class _Exchanges:
         self.injected = 0
         self.first_date: str | None = None
         self.last_date: str | None = None
+        self.launches: dict[str, str] = {}  # subagent id -> the exchange that launched it
 
     def add(self, event: Event, lineno: int, start: int, end: int, stamp: str | None) -> None:
         if stamp is not None:
             self.first_date = self.first_date or stamp
             self.last_date = stamp
-        if event.kind == _SKIP:
+        if event.kind == SKIP:
             self.skipped[event.type] += 1
             if self.current is not None:
                 self.current.marks.update(event.marks)
-        elif event.kind == _PROMPT:
+        elif event.kind == PROMPT:
             self._prompt(event, lineno, start, end)
         else:
             self._within(event, lineno, start, end)
@@ -447,19 +215,20 @@ class _Exchanges:
             ex = self.preamble
         ex.end, ex.last_line, ex.echo = end, lineno, None
         ex.marks.update(event.marks)
-        if event.kind == _INJECTED:
+        if event.kind == INJECTED:
             self.injected += 1
-            ex.marks.add(INJECTED)
-        elif event.kind == _ASSISTANT:
+            ex.marks.add(INJECTED_MARK)
+        elif event.kind == ASSISTANT:
             ex.answered = True
             ex.awaiting = False
             for call in event.calls:
                 ex.pending[call] = lineno
-        else:  # _RESULT
+        else:  # RESULT
             for call in event.calls:
                 if ex.pending.pop(call, None) is None:
                     ex.marks.add(ORPHANED)
             ex.awaiting = True
+            ex.agents.extend(event.agents)
 
     def _close(self, ex: _Open) -> None:
         marks = set(ex.marks)
@@ -468,6 +237,8 @@ class _Exchanges:
         elif ex.pending or ex.awaiting:
             marks.add(INTERRUPTED)
         index = len(self.exchanges) + 1
+        for agent in ex.agents:
+            self.launches.setdefault(agent, exchange_name(index))
         self.exchanges.append(
             Exchange(
                 exchange_name(index),
@@ -493,14 +264,13 @@ class _Exchanges:
 def read_transcript(data: bytes, fmt: str | None, *, name: str = "<transcript>") -> Transcript:
     """The strict transcript parser when `fmt` is None, else the export reader for `fmt`."""
     if fmt is None:
-        from ledger.core.transcript import parse_transcript
-
         return parse_transcript(data, name=name)
     return read_export(data, fmt, name=name)
 
 
 _NOT_SLUG = re.compile(r"[^a-z0-9-]+")
 _SLUG_MAX = 40  # room for "-e" and 6+ digits within the 64 characters of an id
+_SUBAGENT_SLUG_MAX = 56  # a session's slug and an agent's id, with the same room
 
 
 def session_slug(session_id: str | None, sha256: str) -> str:
@@ -530,3 +300,36 @@ def transcript_date(transcript: Transcript) -> tuple[str, str] | None:
         return None
     first, last = export.first_date, export.last_date
     return (first, last) if first <= last else (last, first)
+
+
+def subagent_slug(session_id: str | None, agent_id: str, sha256: str) -> str:
+    """The id-safe name of a Claude Code subagent's own file: its parent session's
+    slug and the agent's id (`<session>-<agent id>`), so a subagent's exchanges
+    never share ids with its parent's or another agent's. An agent id that is not
+    id-safe, or too long beside the session's slug, becomes `a` and 12 hex digits
+    of its SHA-256.
+
+    >>> subagent_slug("4c2ddfdc-b619-4525-8d03-1950fb1b0257", "a485154", "0" * 64)
+    '4c2ddfdc-b619-4525-8d03-1950fb1b0257-a485154'
+    >>> subagent_slug("4c2ddfdc-b619-4525-8d03-1950fb1b0257", "Agent_7", "0" * 64)
+    '4c2ddfdc-b619-4525-8d03-1950fb1b0257-a8856f927a927'
+    """
+    session = session_slug(session_id, sha256)
+    agent = agent_id
+    if not (
+        re.fullmatch(r"[a-z0-9]+", agent_id)
+        and len(session) + 1 + len(agent_id) <= _SUBAGENT_SLUG_MAX
+    ):
+        agent = "a" + hashlib.sha256(agent_id.encode("utf-8")).hexdigest()[:12]
+    return f"{session}-{agent}"
+
+
+def export_slug(transcript: Transcript) -> str | None:
+    """The id-safe name of an export's exchanges: its session's slug, or for a
+    subagent's own file its session's and the agent's (None: a strict transcript)."""
+    export = transcript.export
+    if export is None:
+        return None
+    if export.agent_id is not None:
+        return subagent_slug(export.session_id, export.agent_id, transcript.sha256)
+    return session_slug(export.session_id, transcript.sha256)

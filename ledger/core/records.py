@@ -2,7 +2,7 @@
 
 Shared by `ledger pack` (fixture mode: every text field stripped, `content`
 included, at most 10,000 characters) and `ledger ingest` (ledger mode: `content`
-stored exactly as given, at most 1,000,000 characters). The rule texts are the
+stored exactly as given, at most 16,777,216 characters). The rule texts are the
 pack-fixture contract's words (docs/reference/compatibility.md), so callers can match them:
 
     chunks[3].priority must be between 0 and 100
@@ -59,7 +59,8 @@ MAX_SHORT_TEXT = 200
 # The scope of a transcript exchange (`ChunkRecord.scope`); a document has none.
 EXCHANGE_SCOPE = "transcript"
 FIXTURE_MAX_CONTENT = 10_000
-LEDGER_MAX_CONTENT = 1_000_000
+# 16 Mi characters: a real agent session's single exchange can pass 2 MB.
+LEDGER_MAX_CONTENT = 16 * 1024 * 1024
 # Ingest reads, validates and stores records a slice at a time (one statement per
 # slice; a second process reading a large file sends one slice per frame).
 INGEST_SLICE = 2000

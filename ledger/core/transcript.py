@@ -3,24 +3,10 @@
 Pure: bytes and values in, values out. No file system, clock, randomness or click;
 `ledger_cli.transcript_cmd` reads the files and `ledger.safeio` writes them.
 
-Input contract (a strict subset of exported chat logs, not a universal importer):
-UTF-8 JSON Lines, one message a line, no byte-order mark, no blank lines, no
-duplicate keys, no NaN/Infinity. Two record shapes are read, also mixed:
-
-- plain: ``{"role": "user"|"assistant"|"tool", ...}``; assistant tool calls in
-  ``tool_calls: [{"id": ...}]`` (OpenAI shape), answered by ``{"role": "tool",
-  "tool_call_id": ...}``;
-- message-wrapped: ``{"type": "user"|"assistant", "message": {"role": ...,
-  "content": "text" | [blocks]}}``, with ``tool_use`` blocks (``id``) answered by
-  ``tool_result`` blocks (``tool_use_id``).
-
-An exchange starts at a user prompt and ends with the assistant's response before
-the next prompt. Result-only user records and tool records belong to the ongoing
-exchange, and every tool call must get its result inside its exchange. Orphaned
-results, outstanding calls, a prompt without a response, a user record mixing
-tool results with other content, unsupported roles and metadata records fail
-closed, naming the file and line. Exchanges are numbered e001, e002, ... in source
-order (e1000 follows e999). An exchange keeps the exact source bytes of its lines.
+Its input is what a reader returns (`ledger.core.transcript_model.Transcript`):
+the strict reader `parse_transcript` (`ledger.core.transcript_strict`, re-exported
+here) or an export reader (`ledger.core.exports`). Exchanges are numbered e001,
+e002, ... in source order; an exchange keeps the exact source bytes of its lines.
 
 continuation.md, byte for byte (the budget counts every byte of it)::
 
@@ -66,7 +52,20 @@ from ledger.core.select import (
     candidate_of,
     select,
 )
-from ledger.core.strictjson import DECODER, DuplicateKeyError, NonFiniteError
+from ledger.core.transcript_model import (
+    BOM,
+    Exchange,
+    ExportInfo,
+    loads_strict,
+    show_value,
+)
+
+# What the readers return, the strict reader and its error, named here too:
+# callers that frame and select a transcript read it through this module.
+from ledger.core.transcript_model import Transcript as Transcript
+from ledger.core.transcript_model import TranscriptError as TranscriptError
+from ledger.core.transcript_model import exchange_name as exchange_name
+from ledger.core.transcript_strict import parse_transcript as parse_transcript
 
 PRIORITIES: tuple[str, ...] = ("pinned", "normal", "aside")
 DEFAULT_PRIORITY = "normal"
@@ -79,24 +78,29 @@ TRANSCRIPT_SECTION = "evidence"
 TRANSCRIPT_PERMISSION = "transcript-read"
 TRANSCRIPT_TRUST = "user-input"
 TRANSCRIPT_EFFECTIVE_FROM = "1970-01-01"
+# A transcript pack's scope is this prefix and its annotation's version; its
+# budget, `used`, `remaining` and every count are UTF-8 bytes of continuation.md.
+TRANSCRIPT_PACK_SCOPE = "transcript:"
+TRANSCRIPT_UNIT = "bytes"
 
-_BOM = b"\xef\xbb\xbf"
+
+def budget_unit(scope: str | None) -> str:
+    """The unit a pack's budget and counts are in, for every text that shows
+    them: "bytes" for a transcript pack (scope `transcript:...`), else "tokens".
+
+    >>> budget_unit("transcript:0f3a.p1c2d"), budget_unit(None)
+    ('bytes', 'tokens')
+    """
+    if scope is not None and scope.startswith(TRANSCRIPT_PACK_SCOPE):
+        return TRANSCRIPT_UNIT
+    return "tokens"
+
+
 _BACKTICKS = re.compile(rb"`+")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-_EXCHANGE_ID = re.compile(r"e([0-9]{3,})")
 
 
-# -- errors -------------------------------------------------------------------------
-
-
-class TranscriptError(InputError):
-    """A transcript breaks the input contract; names the file and the line."""
-
-    def __init__(self, name: str, line: int, message: str) -> None:
-        self.name = name
-        self.line = line
-        self.reason = message
-        super().__init__(f"{name} line {line}: {message}")
+# -- errors ----------------------------------------------------------------------
 
 
 class SidecarError(InputError):
@@ -113,354 +117,6 @@ class AssignmentError(InputError):
 
 class BudgetTooSmallError(RefusedError):
     """The byte budget cannot hold the pinned exchanges plus the Markdown framing."""
-
-
-# -- parsing ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """One exchange: its id, source position and the byte range of its lines."""
-
-    id: str
-    index: int  # 1-based position in the source
-    first_line: int
-    last_line: int
-    start: int  # byte offset of its first line in the source
-    end: int  # byte offset just past its last line, line ending included
-    marks: tuple[str, ...] = ()  # export readers only: "interrupted", "unanswered", ...
-
-
-@dataclass(frozen=True, slots=True)
-class ExportInfo:
-    """What an export reader (`ledger.core.exports`) learnt besides the exchanges."""
-
-    format: str  # "claude-code" | "codex"
-    session_id: str | None
-    first_date: str | None  # YYYY-MM-DD of the first timestamp, as written (UTC)
-    last_date: str | None
-    skipped: Mapping[str, int]  # record type -> count of records that carry no message
-    injected: int  # injected message records attached to exchanges
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Transcript:
-    """A parsed transcript: the source bytes, their SHA-256 and the exchanges."""
-
-    name: str
-    data: bytes
-    sha256: str
-    exchanges: tuple[Exchange, ...]
-    export: ExportInfo | None = None  # None: the strict transcript contract
-
-    def payload(self, exchange: Exchange) -> bytes:
-        """The exact source bytes of an exchange's lines."""
-        return self.data[exchange.start : exchange.end]
-
-    def exchange(self, exchange_id: str) -> Exchange | None:
-        """The exchange with this id (`e001`, ...), or None."""
-        match = _EXCHANGE_ID.fullmatch(exchange_id)
-        if match is None:
-            return None
-        index = int(match.group(1))
-        if exchange_id != exchange_name(index) or not 1 <= index <= len(self.exchanges):
-            return None
-        return self.exchanges[index - 1]
-
-
-def exchange_name(index: int) -> str:
-    """The id of the `index`-th exchange (1-based): e001 ... e999, e1000, ..."""
-    return f"e{index:03d}"
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def loads_strict(text: str) -> Any:
-    """Parse JSON text refusing duplicate keys and non-finite numbers.
-
-    Raises ValueError with a short message (no position prefix). Nesting deeper
-    than the interpreter's recursion limit and integers of more than 4300 digits
-    are refused too (the decoder raises RecursionError, or a ValueError with a
-    hint about `sys.set_int_max_str_digits`, for those).
-    """
-    try:
-        return DECODER.decode(text)
-    except DuplicateKeyError as exc:
-        raise ValueError(f"duplicate JSON key {_show(exc.value)}") from None
-    except NonFiniteError as exc:
-        raise ValueError(f"non-finite JSON number {exc.value}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
-    except ValueError as exc:
-        if "digits" in str(exc):  # int() refuses more than 4300 digits
-            raise ValueError("JSON integer has more than 4300 digits") from None
-        raise
-    except RecursionError:
-        raise ValueError("JSON nesting too deep (about 1,000 levels at most)") from None
-
-
-def split_lines(data: bytes) -> Iterator[tuple[int, int, int, bytes]]:
-    """The lines of a JSON Lines export: (number from 1, offset of its first byte,
-    offset after its newline, the line without the newline)."""
-    size = len(data)
-    pos = 0
-    lineno = 0
-    find = data.find
-    while pos < size:
-        lineno += 1
-        newline = find(b"\n", pos)
-        end = size if newline == -1 else newline + 1
-        yield lineno, pos, end, data[pos : size if newline == -1 else newline]
-        pos = end
-
-
-def decode_line(line: bytes) -> str:
-    """One line as UTF-8 text; ValueError naming the first bad byte (1-based)."""
-    try:
-        return line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"invalid UTF-8 at byte {exc.start + 1} of the line") from None
-
-
-_PROMPT, _ASSISTANT, _RESULT = "prompt", "assistant", "result"
-
-
-class _Fail(Exception):
-    """A record-level problem; the caller adds file and line."""
-
-
-def _blocks(content: list[Any], role: str) -> list[dict[str, Any]]:
-    for number, block in enumerate(content, 1):
-        if not isinstance(block, dict):
-            raise _Fail(f"{role} content block {number} is not a JSON object")
-        if not isinstance(block.get("type"), str):
-            raise _Fail(f"{role} content block {number} has no string 'type'")
-    return content
-
-
-def _call_id(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise _Fail(f"{what} must be a non-empty string, got {_show(value)}")
-    return value
-
-
-def _user(content: Any) -> tuple[str, tuple[str, ...]]:
-    if isinstance(content, str):
-        return _PROMPT, ()
-    if not isinstance(content, list):
-        raise _Fail("user content must be a string or a list of content blocks")
-    if not content:
-        raise _Fail("user content is an empty list")
-    results: list[str] = []
-    others = 0
-    for block in _blocks(content, "user"):
-        kind = block["type"]
-        if kind == "tool_result":
-            results.append(_call_id(block.get("tool_use_id"), "tool_result 'tool_use_id'"))
-        elif kind == "tool_use":
-            raise _Fail("user record holds a tool_use block; tool calls belong to the assistant")
-        else:
-            others += 1
-    if results and others:
-        raise _Fail(
-            "user record mixes tool_result blocks with other content blocks; "
-            "put tool results and the next prompt in separate records"
-        )
-    if results:
-        return _RESULT, tuple(results)
-    return _PROMPT, ()
-
-
-def _assistant(content: Any, tool_calls: Any) -> tuple[str, tuple[str, ...]]:
-    calls: list[str] = []
-    if isinstance(content, list):
-        for block in _blocks(content, "assistant"):
-            kind = block["type"]
-            if kind == "tool_use":
-                calls.append(_call_id(block.get("id"), "tool_use 'id'"))
-            elif kind == "tool_result":
-                raise _Fail(
-                    "assistant record holds a tool_result block; results belong to the user"
-                )
-    elif content is not None and not isinstance(content, str):
-        raise _Fail("assistant content must be a string, a list of content blocks or null")
-    if tool_calls is not None:
-        if not isinstance(tool_calls, list):
-            raise _Fail("assistant 'tool_calls' must be a list")
-        for number, call in enumerate(tool_calls, 1):
-            if not isinstance(call, dict):
-                raise _Fail(f"assistant tool call {number} is not a JSON object")
-            calls.append(_call_id(call.get("id"), f"assistant tool call {number} 'id'"))
-    return _ASSISTANT, tuple(calls)
-
-
-def _classify(record: Any) -> tuple[str, tuple[str, ...]]:
-    """Return (kind, tool call ids) of one record, or raise _Fail."""
-    if not isinstance(record, dict):
-        raise _Fail(f"line is a JSON {type(record).__name__}, not an object")
-    if "message" in record:
-        kind = record.get("type")
-        message = record["message"]
-        if kind not in ("user", "assistant"):
-            raise _Fail(
-                f"unsupported record type {_show(kind)}; only 'user' and 'assistant' "
-                "records are read"
-            )
-        if not isinstance(message, dict):
-            raise _Fail("'message' is not a JSON object")
-        role = message.get("role")
-        if role != kind:
-            raise _Fail(f"message role {_show(role)} does not match record type {_show(kind)}")
-        if "content" not in message:
-            raise _Fail("message has no 'content'")
-        if kind == "user":
-            return _user(message["content"])
-        return _assistant(message["content"], message.get("tool_calls"))
-    if "role" in record:
-        role = record["role"]
-        if role == "user":
-            if "content" not in record:
-                raise _Fail("user record has no 'content'")
-            return _user(record["content"])
-        if role == "assistant":
-            return _assistant(record.get("content"), record.get("tool_calls"))
-        if role == "tool":
-            return _RESULT, (_call_id(record.get("tool_call_id"), "tool 'tool_call_id'"),)
-        raise _Fail(f"unsupported role {_show(role)}; only 'user', 'assistant' and 'tool' are read")
-    if "type" in record:
-        raise _Fail(
-            f"metadata record (type {_show(record['type'])}) is not a message; "
-            "keep only user, assistant and tool messages"
-        )
-    raise _Fail("record has neither 'role' nor 'message'; not a transcript message")
-
-
-def parse_transcript(data: bytes, *, name: str = "<transcript>") -> Transcript:
-    """Parse transcript bytes into exchanges; fail closed on anything unexpected.
-
-    `name` is how errors name the file. Reads `data` once, line by line; the
-    exchanges keep byte offsets into it, not copies.
-
-    >>> t = parse_transcript(b'{"role":"user","content":"hi"}\\n'
-    ...                      b'{"role":"assistant","content":"hello"}\\n')
-    >>> [(e.id, e.first_line, e.last_line) for e in t.exchanges]
-    [('e001', 1, 2)]
-    """
-
-    if not data:
-        raise TranscriptError(name, 1, "empty file; expected JSON Lines, one message a line")
-    if data.startswith(_BOM):
-        raise TranscriptError(
-            name, 1, "starts with a UTF-8 byte-order mark; save the file as UTF-8 without BOM"
-        )
-    exchanges = _StrictExchanges(name)
-    lineno = 0
-    for lineno, pos, _end, line in split_lines(data):
-        if not line or line.isspace():
-            raise TranscriptError(name, lineno, "blank line; one message a line, no blank lines")
-        try:
-            record = loads_strict(decode_line(line))
-            kind, ids = _classify(record)
-        except (ValueError, _Fail) as exc:
-            raise TranscriptError(name, lineno, str(exc)) from None
-        exchanges.add(kind, ids, lineno, pos)
-    exchanges.finish(lineno, len(data))
-    return Transcript(name, data, hashlib.sha256(data).hexdigest(), tuple(exchanges.done))
-
-
-class _StrictExchanges:
-    """The strict transcript's records grouped into exchanges, one at a time: a
-    user prompt opens an exchange, and every tool call in it must get its
-    result, and the assistant the last word, before the next prompt."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.done: list[Exchange] = []
-        # The ongoing exchange.
-        self.open = False
-        self.start = self.first_line = 0
-        self.last_kind = ""
-        self.last_line = 0
-        self.pending: dict[str, int] = {}  # tool call id -> line of the call
-        self.called: set[str] = set()
-
-    def fail(self, line: int, message: str) -> TranscriptError:
-        return TranscriptError(self.name, line, message)
-
-    def add(self, kind: str, ids: tuple[str, ...], lineno: int, pos: int) -> None:
-        if kind == _PROMPT:
-            if self.open:
-                self._close(lineno)
-                self._append(lineno - 1, pos)
-            self.open = True
-            self.start, self.first_line = pos, lineno
-            self.pending.clear()
-            self.called.clear()
-        elif not self.open:
-            if kind == _RESULT:
-                raise self.fail(
-                    lineno,
-                    f"tool result for {_show(ids[0])} comes before the first user prompt "
-                    "(orphaned result)",
-                )
-            raise self.fail(lineno, "assistant record comes before the first user prompt")
-        elif kind == _ASSISTANT:
-            self._calls(ids, lineno)
-        else:
-            self._results(ids, lineno)
-        self.last_kind, self.last_line = kind, lineno
-
-    def _calls(self, ids: tuple[str, ...], lineno: int) -> None:
-        for call_id in ids:
-            if call_id in self.called:
-                raise self.fail(
-                    lineno, f"tool call id {_show(call_id)} is repeated in this exchange"
-                )
-            self.called.add(call_id)
-            self.pending[call_id] = lineno
-
-    def _results(self, ids: tuple[str, ...], lineno: int) -> None:
-        for call_id in ids:
-            if self.pending.pop(call_id, None) is None:
-                raise self.fail(
-                    lineno,
-                    f"tool result for {_show(call_id)} matches no outstanding tool call "
-                    "in this exchange (orphaned result)",
-                )
-
-    def _close(self, at: int | None) -> None:
-        """Refuse an exchange that ends (at the prompt on line `at`, or at the
-        end of the file) with a call unanswered or without the assistant's word."""
-        where = "the end of the file" if at is None else f"the next user prompt (line {at})"
-        if self.pending:
-            call_id, call_line = min(self.pending.items(), key=lambda item: item[1])
-            raise self.fail(
-                call_line,
-                f"tool call {_show(call_id)} has no result before {where} (outstanding call)",
-            )
-        if self.last_kind == _PROMPT:
-            if at is None:
-                raise self.fail(self.last_line, "final user prompt has no assistant response")
-            raise self.fail(self.last_line, f"user prompt has no assistant response before {where}")
-        if self.last_kind == _RESULT:
-            raise self.fail(
-                self.last_line,
-                f"exchange ends with a tool result; the assistant response before {where} "
-                "is missing",
-            )
-
-    def _append(self, last_line: int, end: int) -> None:
-        index = len(self.done) + 1
-        self.done.append(
-            Exchange(exchange_name(index), index, self.first_line, last_line, self.start, end)
-        )
-
-    def finish(self, lineno: int, size: int) -> None:
-        self._close(None)
-        self._append(lineno, size)
 
 
 # -- priorities: command-line assignments and the sidecar ----------------------------
@@ -518,7 +174,7 @@ def parse_sidecar(data: bytes, transcript: Transcript, *, name: str) -> dict[str
     def bad(message: str) -> SidecarError:
         return SidecarError(f"{name}: {message}; rerun `ledger transcript annotate`")
 
-    if data.startswith(_BOM):
+    if data.startswith(BOM):
         raise bad("starts with a UTF-8 byte-order mark")
     try:
         document = loads_strict(data.decode("utf-8"))
@@ -535,7 +191,7 @@ def parse_sidecar(data: bytes, transcript: Transcript, *, name: str) -> dict[str
         raise bad(f"invalid fields (missing: {missing}, unknown: {unknown})")
     version = document["version"]
     if type(version) is not int or version != SIDECAR_VERSION:
-        raise bad(f"unsupported version {_show(version)}; expected 1")
+        raise bad(f"unsupported version {show_value(version)}; expected 1")
     source_sha = document["sourceSha256"]
     if not isinstance(source_sha, str) or not _SHA256_HEX.fullmatch(source_sha):
         raise bad("'sourceSha256' must be 64 lower-case hex digits")
@@ -550,9 +206,9 @@ def parse_sidecar(data: bytes, transcript: Transcript, *, name: str) -> dict[str
         raise bad("'priorities' must be a JSON object")
     for exchange_id, priority in priorities.items():
         if transcript.exchange(exchange_id) is None:
-            raise bad(f"unknown exchange id {_show(exchange_id)} in 'priorities'")
+            raise bad(f"unknown exchange id {show_value(exchange_id)} in 'priorities'")
         if priority not in PRIORITIES:
-            raise bad(f"{exchange_id}: unknown priority {_show(priority)}")
+            raise bad(f"{exchange_id}: unknown priority {show_value(priority)}")
     return {e.id: priorities.get(e.id, DEFAULT_PRIORITY) for e in transcript.exchanges}
 
 
@@ -821,7 +477,7 @@ def omissions_document(selection: Selection) -> dict[str, Any]:
 
     For an export (Claude Code, Codex) each exchange also has `lines` [first, last] and
     `marks`, and the document the export's `format`, `session`, `dates`,
-    `skipped` (record type -> count) and `injected`.
+    `skipped` (record type -> count), `injected`, `agent` and `launches`.
     """
     export = selection.transcript.export
     exchanges = []
@@ -868,6 +524,8 @@ def export_summary(export: ExportInfo) -> dict[str, Any]:
         "dates": [export.first_date, export.last_date],
         "skipped": dict(export.skipped),
         "injected": export.injected,
+        "agent": export.agent_id,
+        "launches": dict(export.launches),
     }
 
 

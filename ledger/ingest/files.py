@@ -320,6 +320,12 @@ def _iter_transcript(
             f"{path}: session {annotated.session_slug}, skipped {sum(export.skipped.values())} "
             f"record(s) without a message ({shown})"
         )
+        if export.agent_id is not None:
+            launched = annotated.launched_by or "not found (no parent session file beside it)"
+            notes.append(f"{path}: subagent {export.agent_id}, launched by {launched}")
+        if export.launches:
+            shown = ", ".join(f"{agent} in {ex}" for agent, ex in export.launches.items())
+            notes.append(f"{path}: launched subagents {shown}")
     if progress is not None:
         progress(len(annotated.transcript.data))
     yield from exchange_records(annotated, prefix)

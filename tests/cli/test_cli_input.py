@@ -1,7 +1,7 @@
 """Issue 14, class "input that is accepted but should not be": every pattern that
 validates input matches the whole text (`fullmatch`; a structural test greps the
 library for `re.match` against a `$`-anchored pattern), control characters are
-refused in every metadata text field of a chunk, and the 1,000,000-character cap
+refused in every metadata text field of a chunk, and the 16 Mi-character cap
 applies to the text as stored.
 """
 
@@ -15,6 +15,9 @@ import pytest
 
 from tests.clitools import one_line, run, sqlite_url, state
 from tests.conftest import ROOT, chunk, write_jsonl
+
+# The ledger's content cap: 16 Mi characters (docs/reference/records.md).
+CONTENT_CAP = 16 * 1024 * 1024
 
 
 @pytest.mark.parametrize(
@@ -86,17 +89,17 @@ def test_content_may_hold_control_characters(seeded_file: Path, tmp_path: Path) 
 def test_content_cap_applies_to_the_stored_text(seeded_file: Path, tmp_path: Path) -> None:
     """`'x' + 5,000,000 spaces` was stored: the cap was checked on the stripped text."""
     path = write_jsonl(
-        tmp_path / "wide.jsonl", [chunk(id="wide-note", content="x" + " " * 5_000_000)]
+        tmp_path / "wide.jsonl", [chunk(id="wide-note", content="x" + " " * CONTENT_CAP)]
     )
     before = state(sqlite_url(seeded_file))
     line = one_line(run("ingest", str(path), db=seeded_file), 1)
-    assert "content" in line and "1000000" in line.replace(",", ""), line
+    assert "content" in line and str(CONTENT_CAP) in line.replace(",", ""), line
     assert state(sqlite_url(seeded_file)) == before
 
 
 def test_content_at_the_cap_is_stored(seeded_file: Path, tmp_path: Path) -> None:
     path = write_jsonl(
-        tmp_path / "full.jsonl", [chunk(id="full-note", content="y" * 999_999 + " ")]
+        tmp_path / "full.jsonl", [chunk(id="full-note", content="y" * (CONTENT_CAP - 1) + " ")]
     )
     result = run("ingest", str(path), "--json", db=seeded_file)
     assert result.returncode == 0, result.stderr

@@ -86,13 +86,15 @@ def test_fixture_mode_strips_content() -> None:
 def test_the_ledger_caps_the_content_it_stores_and_the_fixture_the_stripped_text() -> None:
     # The ledger stores content as given, so the cap counts every stored character
     # (issue 14: 'x' + 5,000,000 spaces was stored); `ledger pack` strips first.
-    validate_chunk(raw(content=" " + "x" * 999_998 + " "))
-    with pytest.raises(RecordError, match="content exceeds 1000000 characters"):
-        validate_chunk(raw(content=" " + "x" * 1_000_000 + " "))
-    with pytest.raises(RecordError, match="content exceeds 1000000 characters"):
-        validate_chunk(raw(content="x" + " " * 5_000_000))
-    with pytest.raises(RecordError, match="content exceeds 1000000 characters"):
-        validate_chunk(raw(content="x" * 1_000_001))
+    # 16 Mi characters in the ledger (a real agent session's exchange can pass 2 MB).
+    cap = 16 * 1024 * 1024
+    validate_chunk(raw(content=" " + "x" * (cap - 2) + " "))
+    with pytest.raises(RecordError, match=f"content exceeds {cap} characters"):
+        validate_chunk(raw(content=" " + "x" * cap + " "))
+    with pytest.raises(RecordError, match=f"content exceeds {cap} characters"):
+        validate_chunk(raw(content="x" + " " * cap))
+    with pytest.raises(RecordError, match=f"content exceeds {cap} characters"):
+        validate_chunk(raw(content="x" * (cap + 1)))
     validate_chunk(raw(content=" " + "x" * 10 + " "), max_content=10, strip_content=True)
     with pytest.raises(RecordError, match="content exceeds 10 characters"):
         validate_chunk(raw(content="x" * 11), max_content=10)

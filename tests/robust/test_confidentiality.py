@@ -162,7 +162,7 @@ def test_export_prints_bodies_only_with_content(ledger: Path) -> None:
 # Refused input whose bodies carry the markers: one error line, and no body in it.
 BAD_INGESTS: list[tuple[str, bytes]] = [
     ("changed version (immutability)", jsonl([rec(id="open-faq", content=f"{OTHER} {MARKER}")])),
-    ("content over the limit", jsonl([rec(id="huge", content=MARKER + "x" * 1_000_001)])),
+    ("content over the limit", jsonl([rec(id="huge", content=MARKER + "x" * 16 * 1024 * 1024)])),
     (
         "lone surrogate in the body",
         json.dumps(rec(id="sur", content=MARKER + "\ud800")).encode() + b"\n",

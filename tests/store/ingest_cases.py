@@ -9,6 +9,9 @@ from typing import Any
 
 from tests.conftest import chunk
 
+# The ledger's content cap: 16 Mi characters (docs/reference/records.md).
+CONTENT_CAP = 16 * 1024 * 1024
+
 PLACEHOLDER = "__PLACEHOLDER__"
 
 
@@ -140,16 +143,16 @@ RECORD_RULES: list[Rule] = [
     bad("content blank", "content", NON_BLANK, content=" \n\t "),
     bad("content not text", "content", NON_BLANK, content=5),
     bad(
-        "content over 1,000,000 characters",
+        "content over 16 Mi characters",
         "content",
-        "exceeds 1000000 characters",
-        content="x" * 1_000_001,
+        f"exceeds {CONTENT_CAP} characters",
+        content="x" * (CONTENT_CAP + 1),
     ),
     bad(
         "content under the cap only once stripped",
         "content",
-        "exceeds 1000000 characters",
-        content="x" + " " * 5_000_000,
+        f"exceeds {CONTENT_CAP} characters",
+        content="x" + " " * CONTENT_CAP,
     ),
     bad(
         "estimated_tokens 0",
@@ -191,8 +194,10 @@ BOUNDARY_RECORDS: list[dict[str, Any]] = [
         effective_from="2028-02-28",
         expires_on="2028-02-29",
     ),
-    # 1,000,000 characters as stored, white space around the text included.
-    chunk(id="content-max", dedupe_key="content-max", content="\n " + "y" * 999_996 + " \n"),
+    # 16 Mi characters as stored, white space around the text included.
+    chunk(
+        id="content-max", dedupe_key="content-max", content="\n " + "y" * (CONTENT_CAP - 4) + " \n"
+    ),
     chunk(id="padded", dedupe_key="padded", section=" state ", trust="\tconfirmed-state\n"),
 ]
 

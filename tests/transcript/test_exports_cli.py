@@ -343,7 +343,10 @@ def test_two_sessions_never_share_ids_and_why_evicted_tells_them_apart(
     assert [e["id"] for e in pack["evicted"]] == [e3]
     why = ledger_json("why-evicted", e3, db=db_url)
     assert [d["pack"] for d in why["versions"][0]["decisions"]] == [pack["pack"], full["pack"]]
-    assert all(d["subject"] == e3.rsplit("-e", 1)[0] for d in why["versions"][0]["decisions"])
+    assert all(
+        d["subject"] == "transcript:" + e3.rsplit("-e", 1)[0]
+        for d in why["versions"][0]["decisions"]
+    )
 
     # The other session's exchange: never considered, and the reason is true.
     other = next(i for i in ids if not i.startswith(e3.rsplit("-e", 1)[0]))
@@ -381,7 +384,7 @@ def test_exchange_ids_are_named_by_session_and_the_pack_by_its_date(
     ids = [c["id"] for c in ledger_json("chunks", db=db_url)["chunks"]]
     assert sorted(ids) == [f"{ROLLOUT_SESSION}-e00{n}" for n in (1, 2, 3)]
     pack = _build(db_url, source, "codex", None, 10**7)
-    assert pack["as_of"] == "2026-05-11" and pack["subject"] == ROLLOUT_SESSION
+    assert pack["as_of"] == "2026-05-11" and pack["subject"] == "transcript:" + ROLLOUT_SESSION
     listing = run_ledger("packs", db=db_url, check=True).stdout
     assert "2026-05-11" in listing and ROLLOUT_SESSION in listing and "1970-01-01" not in listing
     chunk = ledger_json("chunks", "--id", f"{ROLLOUT_SESSION}-e002", db=db_url)["chunks"][0]
@@ -438,5 +441,5 @@ def test_python_api_reads_exports_too(tmp_path: Path) -> None:
         got = lg.ingest_paths([copy], format="transcript", source_format="codex")
         assert got.to_json()["new"] == 3
         pack = lg.build_transcript(copy, budget=10**7, source_format="codex").to_json()
-    assert pack["as_of"] == "2026-05-11" and pack["subject"] == ROLLOUT_SESSION
+    assert pack["as_of"] == "2026-05-11" and pack["subject"] == "transcript:" + ROLLOUT_SESSION
     assert [a["id"] for a in pack["admitted"]] == [f"{ROLLOUT_SESSION}-e00{n}" for n in (1, 2, 3)]

@@ -34,6 +34,7 @@ from .test_exports import blocks, record_type
 CLAUDE = FIXTURES / "claude-code" / "codemie-incremental-simple-turn-1.jsonl"
 SUBAGENTS = FIXTURES / "claude-code" / "codemie-incremental-subagents-turn-1.jsonl"
 CODEX = FIXTURES / "codex" / "simonw-sample_codex_session.jsonl"
+SHARED = FIXTURES / "claude-code" / "session-share" / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
 
 
 # path, --from, session, date, exchanges (lines, marks), skipped
@@ -60,6 +61,36 @@ REAL: list[tuple[Path, str, str, str, list[tuple[list[int], list[str]]], dict[st
         "2026-01-14",
         [([3, 25], ["interrupted"])],
         {"file-history-snapshot": 1, "summary": 1},
+    ),
+    (
+        # Three background subagents launched from the first prompt (2); their
+        # task notifications (22, 60, 66) are the tool's records, injected into the
+        # exchange in progress (2-36 and 44-68), never prompts. Two `/plugin` slash
+        # commands (37, 41) typed by the person, with their local output, get no
+        # model answer; `/publish-session` (44) does. The tool result of line 79
+        # is answered only after the next prompt (82): interrupted; the
+        # "[Request interrupted by user]" of line 83 marks the last one.
+        SHARED,
+        "claude-code",
+        "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68",
+        "2026-01-22",
+        [
+            ([2, 36], ["injected"]),
+            ([37, 40], ["injected", "unanswered"]),
+            ([41, 42], ["injected", "unanswered"]),
+            ([44, 68], ["injected"]),
+            ([70, 72], ["injected"]),
+            ([74, 79], ["interrupted"]),
+            ([82, 85], ["injected", "interrupted"]),
+        ],
+        {
+            "file-history-snapshot": 10,
+            "progress": 1,
+            "queue-operation": 14,
+            "summary": 1,
+            "system:api_error": 9,
+            "system:turn_duration": 2,
+        },
     ),
     (
         # AGENTS.md (2) and the environment context (3) are injected, the prompt (4)
@@ -177,7 +208,7 @@ def test_ingest_and_build_keep_the_original_lines_under_session_ids(
     pack = ledger_json(
         "build", "--transcript", str(path), "--from", fmt, "--budget", str(10**7), db=db_url
     )
-    assert (pack["as_of"], pack["subject"]) == (day, session)
+    assert (pack["as_of"], pack["subject"]) == (day, "transcript:" + session)
     assert [a["id"] for a in pack["admitted"]] == ids and pack["evicted"] == []
     listing = run_ledger("packs", db=db_url, check=True).stdout
     assert day in listing and session in listing and "1970-01-01" not in listing
@@ -205,3 +236,4 @@ def test_the_library_reads_the_same_and_the_strict_contract_still_refuses(
     with pytest.raises(TranscriptError) as err:
         read_transcript(data, None, name=path.name)
     assert err.value.line == 1 and "metadata record" in str(err.value)
+    assert str(err.value).endswith(f": use --from {fmt}")

@@ -447,7 +447,16 @@ def test_sidecar_with_bom_or_bad_utf8_is_refused() -> None:
 # -- purity ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["transcript.py", "exports.py"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "transcript.py",
+        "transcript_model.py",
+        "transcript_strict.py",
+        "exports.py",
+        "export_records.py",
+    ],
+)
 def test_core_imports_no_io_click_or_database(name: str) -> None:
     source = Path(__file__).resolve().parents[2] / "ledger" / "core" / name
     imported = set()
@@ -470,6 +479,9 @@ def test_core_imports_no_io_click_or_database(name: str) -> None:
         "ledger.core.strictjson",
         "collections",
         "ledger.core.transcript",
+        "ledger.core.transcript_model",
+        "ledger.core.transcript_strict",
+        "ledger.core.export_records",
     }, imported
     assert "open(" not in source.read_text(encoding="utf-8")
 
