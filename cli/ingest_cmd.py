@@ -160,6 +160,10 @@ def _render_documents(summary: Any, as_json: bool) -> None:
     )
     if summary.retracted:
         line += f"; retracted {summary.retracted} absent ids (entry {summary.retract_entry})"
+    if summary.unknown_markup:
+        total = sum(n for _name, n in summary.unknown_markup)
+        names = ", ".join(f"{name} {n}" for name, n in summary.unknown_markup)
+        line += f"; {total} unknown markup rendered as text ({names})"
     click.echo(line)
 
 
