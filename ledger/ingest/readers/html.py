@@ -5,11 +5,12 @@
 of a block is gathered in a list and joined once, and the parser is fed in
 chunks, so a construct left open (`<!--` with no `-->`, `<a<a<a...`) is
 rescanned at most once per chunk and refused once its pending text passes
-`MAX_PENDING`.
+`MAX_PENDING`; what is still open at the end is read once, as text.
 """
 
 from __future__ import annotations
 
+from html import unescape
 from html.parser import HTMLParser
 
 from ledger.core.errors import InputError
@@ -152,5 +153,17 @@ def read_html(text: str, where: str = "html", work: Work | None = None) -> list[
                 "(a comment, tag or script never closed); close it or skip the file with a "
                 "rule `skip = true`"
             )
-    parser.close()
+    _close(parser, meter)
     return parser.sections
+
+
+def _close(parser: _HTMLSections, meter: Work) -> None:
+    """End the parse. What is still unparsed at the end of the file (a tag, comment
+    or declaration never closed) is read as text, once: `HTMLParser.close` would
+    rescan it to its end for every `<` it holds (quadratic: `<a<a<a...`)."""
+    tail = parser.rawdata
+    meter.steps += len(tail)
+    if "<" in tail:
+        parser.rawdata = ""
+        parser.handle_data(unescape(tail))
+    parser.close()

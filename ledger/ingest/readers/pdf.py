@@ -46,19 +46,22 @@ def _too_much(where: str, what: str) -> InputError:
     )
 
 
-def _extract_pages(reader: Any, where: str, meter: Work) -> list[str]:
+def _extract_pages(
+    reader: Any, where: str, meter: Work, max_content: int, max_operations: int
+) -> list[str]:
     """Every page's text, within the per-file bounds."""
     content = 0
     for page in reader.pages:
-        content += _content_bytes(page)
-        if content > MAX_CONTENT:
-            raise _too_much(where, f"{MAX_CONTENT >> 20} MiB of page content")
-    meter.steps += content
+        size = _content_bytes(page)
+        meter.steps += size
+        content += size
+        if content > max_content:
+            raise _too_much(where, f"{max_content:,} bytes of page content")
     operations = [0]
 
     def count(_op: Any, _args: Any, _cm: Any, _tm: Any) -> None:
         operations[0] += 1
-        if operations[0] > MAX_OPERATIONS:
+        if operations[0] > max_operations:
             raise _TooMuchWork
 
     pages: list[str] = []
@@ -66,14 +69,23 @@ def _extract_pages(reader: Any, where: str, meter: Work) -> list[str]:
         for page in reader.pages:
             pages.append(page.extract_text(visitor_operand_before=count) or "")
     except _TooMuchWork:
-        raise _too_much(where, f"{MAX_OPERATIONS:,} content operations") from None
+        raise _too_much(where, f"{max_operations:,} content operations") from None
     finally:
         meter.steps += operations[0]
     return pages
 
 
-def read_pdf(data: bytes, where: str, work: Work | None = None) -> list[Section]:
-    """One section per page (`pages` [n, n]); a page with no text is refused by name."""
+def read_pdf(
+    data: bytes,
+    where: str,
+    work: Work | None = None,
+    *,
+    max_content: int = MAX_CONTENT,
+    max_operations: int = MAX_OPERATIONS,
+) -> list[Section]:
+    """One section per page (`pages` [n, n]); a page with no text is refused by name,
+    as is a file whose text needs more than `max_content` bytes of content streams
+    or `max_operations` operations."""
     try:
         import pypdf
     except ImportError:
@@ -85,7 +97,7 @@ def read_pdf(data: bytes, where: str, work: Work | None = None) -> list[Section]
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             raise InputError(f"{where}: the PDF is encrypted; decrypt it first")
-        pages = _extract_pages(reader, where, meter)
+        pages = _extract_pages(reader, where, meter, max_content, max_operations)
     except InputError:
         raise
     except Exception as exc:  # pypdf raises many kinds on a broken file

@@ -13,8 +13,10 @@ Sphinx's roles and directives that docutils does not know (`:ref:`, `:func:`,
 fail the file: a role renders as its text (`:ref:`Title <label>`` as `Title`,
 `:func:`~a.b.f`` as `f`), a directive as its name and argument followed by its
 content (read as reStructuredText again, or kept as a code block for the
-code-like ones); each is counted in `Work.unknown` (`"role:ref"`,
-`"directive:versionadded"`) for the ingest summary.
+code-like ones), and so does a directive docutils knows given an option it does
+not (`.. code-block:: python` with `:caption:`); each is counted in
+`Work.unknown` (`"role:ref"`, `"directive:versionadded"`,
+`"option:code-block:caption"`) for the ingest summary.
 
 docutils never writes to stderr and never reads another file here: reports are
 off (`report_level` 5, `halt_level` 5), `include` and `raw` are disabled, no
@@ -37,8 +39,8 @@ LINE_LIMIT = 10_000  # docutils' own line_length_limit: a longer line stops its 
 MAX_DEPTH = 6  # unknown directives inside unknown directives, read again as rst
 # Unknown directives whose content is code: kept whole and verbatim, as a code block.
 CODE_DIRECTIVES = frozenset(
-    "code-block sourcecode ipython ipython3 testcode testoutput doctest testsetup "
-    "testcleanup jupyter-execute prompt console highlight literalinclude".split()
+    "code code-block sourcecode ipython ipython3 testcode testoutput doctest testsetup "
+    "testcleanup jupyter-execute prompt console".split()
 )
 _ROLE_RE = re.compile(r"^:([\w:+.-]+):`(.*)`$", re.DOTALL)
 _TITLE_TARGET_RE = re.compile(r"^(.*?)\s*<([^<>]*)>$", re.DOTALL)
@@ -121,38 +123,51 @@ def _role_text(raw: str, work: Work) -> str:
 
 @dataclass(slots=True)
 class _Unknown:
-    """An unknown directive's source, as docutils' error message keeps it."""
+    """A directive docutils could not run (unknown, or with an option it does not
+    know), from the source its error message keeps; `counted` names it for the
+    summary: `directive:versionadded`, `option:code-block:caption`."""
 
     name: str
     argument: str
     content: str
-    line: int | None = None
+    counted: str
     code: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.code = self.name.split(":")[-1].lower() in CODE_DIRECTIVES
 
 
+_UNKNOWN_OPTION_RE = re.compile(r'unknown option: "([^"]*)"')
+
+
 def _unknown_directive(node: Any) -> _Unknown | None:
-    """The unknown directive an error message of docutils carries, else None."""
+    """The directive an error message of docutils carries, else None (a message about
+    something else, or `include`/`raw`, which are disabled: their text is dropped)."""
     from docutils import nodes
 
     blocks = [c for c in node.children if isinstance(c, nodes.literal_block)]
-    if not blocks or "Unknown directive type" not in node.children[0].astext():
+    message = node.children[0].astext() if node.children else ""
+    if not blocks or "directive disabled" in message:
         return None
     lines = blocks[0].astext().split("\n")
     m = _DIRECTIVE_RE.match(lines[0])
     if m is None:
         return None
+    name = m.group(1)
+    option = _UNKNOWN_OPTION_RE.search(message)
+    if message.startswith("Unknown directive type") or option is None:
+        counted = f"directive:{name}"
+    else:
+        counted = f"option:{name}:{option.group(1)}"
     rest = lines[1:]
     while rest and _OPTION_RE.match(rest[0]):
         rest = rest[1:]  # `:maxdepth: 2` and other options: not text
     content = textwrap.dedent("\n".join(rest)).strip("\n")
-    return _Unknown(m.group(1), m.group(2).strip(), content, node.get("line"))
+    return _Unknown(name, m.group(2).strip(), content, counted)
 
 
 def _render_unknown(unknown: _Unknown, work: Work, depth: int) -> str:
-    work.note_unknown(f"directive:{unknown.name}")
+    work.note_unknown(unknown.counted)
     head = f"{unknown.name} {unknown.argument}".strip()
     if unknown.code:
         return unknown.content or head
@@ -190,7 +205,7 @@ def _render(node: Any, work: Work, depth: int = 0) -> str:
 
     work.steps += 1
     if isinstance(node, nodes.Text):
-        return str(node)
+        return str(node.astext())  # backslash escapes resolved (docutils keeps them as NUL)
     tag = node.tagname
     if tag in _SKIPPED:
         return ""
@@ -289,7 +304,7 @@ class _Walk:
     work: Work
     starts: list[int]
     items: list[_Item] = field(default_factory=list)
-    labels: list[str] = field(default_factory=list)
+    labels: list[tuple[str, int]] = field(default_factory=list)  # (label, its line)
 
     def segment(self, line: int | None) -> int:
         """The start of the blank-line separated run that holds `line`."""
@@ -315,7 +330,7 @@ class _Walk:
             if isinstance(child, nodes.section):
                 self.section(child, depth + 1)
             elif isinstance(child, nodes.target) and _is_anchor(child):
-                self.labels.append(_label(child))
+                self.labels.append((_label(child), self.segment(_node_line(child))))
             elif isinstance(child, nodes.title):
                 continue  # read by `section`
             else:
@@ -327,7 +342,9 @@ class _Walk:
         title_node = next((c for c in node.children if isinstance(c, nodes.title)), None)
         title = " ".join(_render(title_node, self.work).split()) if title_node else ""
         first, last = _title_lines(title_node, self.lines) if title_node else (1, 1)
-        anchor = self.labels[0] if self.labels else None
+        anchor = self.labels[0][0] if self.labels else None
+        if self.labels:
+            first = min(first, self.labels[0][1])  # the label's lines go with its section
         self.labels = []
         first = max(first, self.items[-1].start + 1 if self.items else 1)
         last = max(first, last)
@@ -388,9 +405,10 @@ def _sections(items: list[_Item], lines: list[str]) -> list[Section]:
                 stack.pop()
             stack.append((depth, title, heading_slug(title, anchor)))
             current = Section([t for _, t, _ in stack], [s for _, _, s in stack], joiner="\n\n")
-            last = item.end if item.end is not None else first
             if title:
-                current.blocks.append(Block(first, min(last, max(first, stop - 1)), title))
+                # A title owns the lines up to the next item too: the comments, targets
+                # and disabled directives right under it.
+                current.blocks.append(Block(first, _last_line(lines, first, stop), title))
             continue
         last = _last_line(lines, first, stop)
         current.blocks.append(Block(first, last, item.text, fence=item.fence, exact=False))
