@@ -84,7 +84,53 @@ class _Null:
         return None
 
 
-def _parse(text: str, where: str) -> Any:
+@dataclass(slots=True)
+class Budget:
+    """The inline parser's allowance for one file.
+
+    docutils reads a paragraph's inline markup in time proportional to its length
+    times the markup start-strings it holds (each is sliced off or searched to the
+    end of the paragraph: `` `a `a `a...`` is quadratic). A paragraph whose cost
+    would pass `cell`, and every paragraph once the file has spent `total`, is kept
+    as plain text instead (counted as `inline:unparsed`), so a file's inline work
+    stays within `total` plus `cell` per paragraph, linear in its size.
+    """
+
+    cell: int = 4_000_000
+    total: int = 200_000_000
+    spent: int = 0
+
+
+# The characters that can start inline markup (emphasis, literals, roles, references,
+# substitutions, footnotes, targets), counted to price a paragraph before parsing it.
+_MARKUP_START = re.compile(r"[*`|_\[:]")
+
+
+def _inliner(work: Work, budget: Budget) -> Any:
+    """docutils' `Inliner`, whose `parse` reads a paragraph only if its cost fits the
+    budget (set on the instance: docutils prices its patterns from the class's own
+    attributes, so a subclass would not do)."""
+    from docutils import nodes
+    from docutils.parsers.rst.states import Inliner
+
+    inliner = Inliner()
+    parse = inliner.parse
+
+    def bounded(text: str, lineno: int, memo: Any, parent: Any) -> Any:
+        cost = len(text) * (len(_MARKUP_START.findall(text)) + 1)
+        if cost > budget.cell or budget.spent + cost > budget.total:
+            work.steps += len(text)
+            work.note_unknown("inline:unparsed")
+            return [nodes.Text(text)], []
+        budget.spent += cost
+        work.steps += cost
+        return parse(text, lineno, memo, parent)
+
+    inliner.parse = bounded
+    return inliner
+
+
+def _parse(text: str, where: str, work: Work, budget: Budget) -> Any:
     from docutils.parsers.rst import Parser
     from docutils.utils import new_document
 
@@ -96,7 +142,7 @@ def _parse(text: str, where: str) -> Any:
                 "`skip = true`"
             )
     document = new_document("<rst>", _settings())
-    Parser().parse(text, document)
+    Parser(inliner=_inliner(work, budget)).parse(text, document)
     return document
 
 
@@ -166,8 +212,16 @@ def _unknown_directive(node: Any) -> _Unknown | None:
     return _Unknown(name, m.group(2).strip(), content, counted)
 
 
-def _render_unknown(unknown: _Unknown, work: Work, depth: int) -> str:
-    work.note_unknown(unknown.counted)
+@dataclass(slots=True)
+class _Reading:
+    """What rendering one file carries along: its meter and its inline budget."""
+
+    work: Work
+    budget: Budget
+
+
+def _render_unknown(unknown: _Unknown, ctx: _Reading, depth: int) -> str:
+    ctx.work.note_unknown(unknown.counted)
     head = f"{unknown.name} {unknown.argument}".strip()
     if unknown.code:
         return unknown.content or head
@@ -176,53 +230,53 @@ def _render_unknown(unknown: _Unknown, work: Work, depth: int) -> str:
     if depth >= MAX_DEPTH:
         body = unknown.content
     else:
-        work.steps += len(unknown.content)
-        document = _parse(unknown.content, "<directive>")
-        body = _render_children(document, work, depth + 1)
+        ctx.work.steps += len(unknown.content)
+        document = _parse(unknown.content, "<directive>", ctx.work, ctx.budget)
+        body = _render_children(document, ctx, depth + 1)
     return f"{head}\n\n{body}".strip() if body else head
 
 
-def _render_list(node: Any, work: Work, depth: int) -> str:
+def _render_list(node: Any, ctx: _Reading, depth: int) -> str:
     items = []
     for item in node.children:
-        text = _render(item, work, depth)
+        text = _render(item, ctx, depth)
         if text:
             items.append("- " + text.replace("\n", "\n  "))
     return "\n".join(items)
 
 
-def _render_children(node: Any, work: Work, depth: int) -> str:
-    parts = (_render(child, work, depth) for child in node.children)
+def _render_children(node: Any, ctx: _Reading, depth: int) -> str:
+    parts = (_render(child, ctx, depth) for child in node.children)
     return "\n\n".join(p for p in parts if p)
 
 
 _SKIPPED = ("comment", "target", "substitution_definition", "pending", "raw")
 
 
-def _render(node: Any, work: Work, depth: int = 0) -> str:
+def _render(node: Any, ctx: _Reading, depth: int = 0) -> str:
     """The text of a node: inline markup as its text, blocks separated by blank lines."""
     from docutils import nodes
 
-    work.steps += 1
+    ctx.work.steps += 1
     if isinstance(node, nodes.Text):
         return str(node.astext())  # backslash escapes resolved (docutils keeps them as NUL)
     tag = node.tagname
     if tag in _SKIPPED:
         return ""
     if tag == "problematic":
-        return _role_text(node.astext(), work)
+        return _role_text(node.astext(), ctx.work)
     if tag == "system_message":
         unknown = _unknown_directive(node)
-        return _render_unknown(unknown, work, depth) if unknown is not None else ""
+        return _render_unknown(unknown, ctx, depth) if unknown is not None else ""
     if isinstance(node, nodes.TextElement):
-        return "".join(_render(child, work, depth) for child in node.children)
+        return "".join(_render(child, ctx, depth) for child in node.children)
     if tag in _LIST_TAGS:
-        return _render_list(node, work, depth)
+        return _render_list(node, ctx, depth)
     if tag == "row":
-        return " | ".join(" ".join(_render(c, work, depth).split()) for c in node.children)
+        return " | ".join(" ".join(_render(c, ctx, depth).split()) for c in node.children)
     if tag in ("thead", "tbody"):
-        return "\n".join(_render(c, work, depth) for c in node.children)
-    body = _render_children(node, work, depth)
+        return "\n".join(_render(c, ctx, depth) for c in node.children)
+    body = _render_children(node, ctx, depth)
     if isinstance(node, nodes.Admonition) and tag != "admonition":
         return f"{tag.capitalize()}: {body}" if body else tag.capitalize()
     return body
@@ -301,7 +355,7 @@ class _Item:
 @dataclass(slots=True)
 class _Walk:
     lines: list[str]
-    work: Work
+    ctx: _Reading
     starts: list[int]
     items: list[_Item] = field(default_factory=list)
     labels: list[tuple[str, int]] = field(default_factory=list)  # (label, its line)
@@ -326,7 +380,7 @@ class _Walk:
         from docutils import nodes
 
         for child in container.children:
-            self.work.steps += 1
+            self.ctx.work.steps += 1
             if isinstance(child, nodes.section):
                 self.section(child, depth + 1)
             elif isinstance(child, nodes.target) and _is_anchor(child):
@@ -340,7 +394,7 @@ class _Walk:
         from docutils import nodes
 
         title_node = next((c for c in node.children if isinstance(c, nodes.title)), None)
-        title = " ".join(_render(title_node, self.work).split()) if title_node else ""
+        title = " ".join(_render(title_node, self.ctx).split()) if title_node else ""
         first, last = _title_lines(title_node, self.lines) if title_node else (1, 1)
         anchor = self.labels[0][0] if self.labels else None
         if self.labels:
@@ -352,7 +406,7 @@ class _Walk:
         self.visit(node, depth)
 
     def body(self, node: Any) -> None:
-        text = _render(node, self.work).strip("\n")
+        text = _render(node, self.ctx).strip("\n")
         if not text.strip():
             return
         self.labels = []
@@ -417,12 +471,24 @@ def _sections(items: list[_Item], lines: list[str]) -> list[Section]:
     return sections
 
 
-def read_rst(text: str, where: str = "rst", work: Work | None = None) -> list[Section]:
-    """The sections of a reStructuredText text, with each block's source lines."""
-    meter = work if work is not None else Work()
-    meter.steps += len(text)
-    document = _parse(text, where)
+def read_rst(
+    text: str, where: str = "rst", work: Work | None = None, budget: Budget | None = None
+) -> list[Section]:
+    """The sections of a reStructuredText text, with each block's source lines.
+
+    Refuses, by name, a line docutils would not read and a document nested deeper
+    than the parser can follow (lists or quotes inside each other)."""
+    ctx = _Reading(work if work is not None else Work(), budget if budget is not None else Budget())
+    ctx.work.steps += len(text)
     lines = text.split("\n")
-    walk = _Walk(lines, meter, _segment_starts(lines))
-    walk.visit(document, 0)
+    try:
+        document = _parse(text, where, ctx.work, ctx.budget)
+        walk = _Walk(lines, ctx, _segment_starts(lines))
+        walk.visit(document, 0)
+    except RecursionError:
+        raise InputError(
+            f"{where}: nested deeper than the reStructuredText parser follows (lists or "
+            "block quotes inside each other); flatten it or skip the file with a rule "
+            "`skip = true`"
+        ) from None
     return _sections(walk.items, lines)
