@@ -42,9 +42,9 @@ CODE_DIRECTIVES = frozenset(
     "code code-block sourcecode ipython ipython3 testcode testoutput doctest testsetup "
     "testcleanup jupyter-execute prompt console".split()
 )
-_ROLE_RE = re.compile(r"^:([\w:+.-]+):`(.*)`$", re.DOTALL)
-_TITLE_TARGET_RE = re.compile(r"^(.*?)\s*<([^<>]*)>$", re.DOTALL)
-_DIRECTIVE_RE = re.compile(r"^\.\.\s+([\w:+.-]+)\s*::[ \t]*(.*)$")
+_ROLE_RE = re.compile(r":([\w:+.-]+):`(.*)`", re.DOTALL)
+_TITLE_TARGET_RE = re.compile(r"(.*?)\s*<([^<>]*)>", re.DOTALL)
+_DIRECTIVE_RE = re.compile(r"\.\.\s+([\w:+.-]+)\s*::[ \t]*(.*)")
 _OPTION_RE = re.compile(r"^\s+:[\w.-]+:")
 _LIST_TAGS = ("bullet_list", "enumerated_list")
 
@@ -153,12 +153,12 @@ def _parse(text: str, where: str, work: Work, budget: Budget) -> Any:
 
 def _role_text(raw: str, work: Work) -> str:
     """`:ref:`Title <label>`` -> `Title`; `:func:`~a.b.f`` -> `f`; counted as unknown."""
-    m = _ROLE_RE.match(raw)
+    m = _ROLE_RE.fullmatch(raw)
     if m is None:
         return raw
     name, body = m.group(1), m.group(2)
     work.note_unknown(f"role:{name}")
-    titled = _TITLE_TARGET_RE.match(body)
+    titled = _TITLE_TARGET_RE.fullmatch(body)
     if titled is not None and titled.group(1).strip():
         return titled.group(1).strip()
     body = body.strip().lstrip("!")
@@ -196,7 +196,7 @@ def _unknown_directive(node: Any) -> _Unknown | None:
     if not blocks or "directive disabled" in message:
         return None
     lines = blocks[0].astext().split("\n")
-    m = _DIRECTIVE_RE.match(lines[0])
+    m = _DIRECTIVE_RE.fullmatch(lines[0])
     if m is None:
         return None
     name = m.group(1)
@@ -427,7 +427,7 @@ def _is_anchor(node: Any) -> bool:
 
 
 def _label(node: Any) -> str:
-    m = re.match(r"^\.\.\s+_(.+):\s*$", node.rawsource.strip(), re.DOTALL)
+    m = re.fullmatch(r"\.\.\s+_(.+):\s*", node.rawsource.strip(), re.DOTALL)
     if m is not None:
         return m.group(1).strip().strip("`")
     names = node.get("names") or node.get("ids") or [""]
