@@ -58,7 +58,8 @@ if TYPE_CHECKING:
     "rules",
     type=click.Path(dir_okay=False),
     metavar="RULES.toml",
-    help="Documents: FILES are Markdown, HTML, text or PDF files and folders, chunked "
+    help="Documents: FILES are Markdown, reStructuredText, HTML, text or PDF files and "
+    "folders, chunked "
     "by heading; the rules file gives their metadata (docs/guides/docs-folder.md).",
 )
 @click.option(

@@ -170,7 +170,8 @@ def ingest_documents(
     progress: Any = None,
     today: str | None = None,
 ) -> DocumentIngestSummary:
-    """Ingest Markdown, HTML, text and PDF files by a rules file, all or nothing.
+    """Ingest Markdown, reStructuredText, HTML, text and PDF files by a rules file, all
+    or nothing.
 
     The rules, the files and the overrides are checked (and every file read once)
     before the write transaction; the files whose bytes or rules changed since

@@ -294,3 +294,58 @@ def test_a_damaged_pdf_is_refused_by_name_never_a_traceback(data: st.DataObject)
         chunk_document(bytes(pdf), "d.pdf", "d.pdf", COUNT, 50)
     except InputError as exc:
         assert str(exc).startswith("d.pdf:"), str(exc)
+
+
+HTML_PIECES = st.lists(
+    st.sampled_from(
+        [
+            "<h1>",
+            "</h1>",
+            "<h2 id='x'>",
+            "</h2>",
+            "<p>",
+            "</p>",
+            "<pre>",
+            "</pre>",
+            "<b>",
+            "</b>",
+            "<script>",
+            "</script>",
+            "<style>a{}</style>",
+            "<!-- c -->",
+            "<!--",
+            "-->",
+            "<br>",
+            "<li>",
+            "&amp;",
+            "&#65;",
+            "&lt",
+            "&",
+            "<",
+            ">",
+            "\n",
+            "  ",
+            "text",
+            "more words",
+            "é",
+            "<a href='x'>",
+            "</a>",
+            "<!DOCTYPE html>",
+            "<?pi?>",
+            "<a",
+            "</scr",
+            "ipt>",
+        ]
+    ),
+    max_size=120,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(HTML_PIECES, st.integers(min_value=1, max_value=9))
+def test_html_read_in_chunks_equals_html_read_at_once(text: str, chunk: int) -> None:
+    whole = read_html(text, "t.html", feed_chunk=max(1, len(text)))
+    pieces = read_html(text, "t.html", feed_chunk=chunk)
+    assert [(s.titles, s.slugs, s.blocks) for s in pieces] == [
+        (s.titles, s.slugs, s.blocks) for s in whole
+    ]

@@ -134,16 +134,19 @@ class _HTMLSections(HTMLParser):
             self.sections.append(self.current)
 
 
-def read_html(text: str, where: str = "html", work: Work | None = None) -> list[Section]:
+def read_html(
+    text: str, where: str = "html", work: Work | None = None, *, feed_chunk: int = FEED_CHUNK
+) -> list[Section]:
     """The sections of an HTML text: headings as structure, block text as blocks.
 
     Refuses, naming the file and the line, a file whose parser would hold more than
     `MAX_PENDING` characters unparsed (a comment, tag or script never closed).
+    The sections do not depend on `feed_chunk` (the parser reads incrementally).
     """
     meter = work if work is not None else Work()
     parser = _HTMLSections(meter)
-    for start in range(0, len(text), FEED_CHUNK):
-        parser.feed(text[start : start + FEED_CHUNK])
+    for start in range(0, len(text), feed_chunk):
+        parser.feed(text[start : start + feed_chunk])
         pending = len(parser.rawdata)
         meter.steps += pending  # each feed rescans what is still unparsed
         if pending > MAX_PENDING:
