@@ -34,8 +34,10 @@ def _content_bytes(page: Any) -> int:
     total = 0
     for stream in streams:
         stream = stream.get_object()
-        if hasattr(stream, "get_data"):
+        try:
             total += len(stream.get_data())
+        except Exception:  # not a stream, or one pypdf cannot decode: extraction says so
+            continue
     return total
 
 
