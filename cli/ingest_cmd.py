@@ -58,7 +58,8 @@ if TYPE_CHECKING:
     "rules",
     type=click.Path(dir_okay=False),
     metavar="RULES.toml",
-    help="Documents: FILES are Markdown, HTML, text or PDF files and folders, chunked "
+    help="Documents: FILES are Markdown, reStructuredText, HTML, text or PDF files and "
+    "folders, chunked "
     "by heading; the rules file gives their metadata (docs/guides/docs-folder.md).",
 )
 @click.option(
@@ -160,6 +161,10 @@ def _render_documents(summary: Any, as_json: bool) -> None:
     )
     if summary.retracted:
         line += f"; retracted {summary.retracted} absent ids (entry {summary.retract_entry})"
+    if summary.unknown_markup:
+        total = sum(n for _name, n in summary.unknown_markup)
+        names = ", ".join(f"{name} {n}" for name, n in summary.unknown_markup)
+        line += f"; {total} unknown markup rendered as text ({names})"
     click.echo(line)
 
 

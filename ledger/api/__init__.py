@@ -189,8 +189,8 @@ class Ledger:
         reads a real export of that tool as it is.
 
         With `rules` (a rules TOML file), `paths` are documents and folders of
-        them (`ledger ingest PATH... --rules RULES.toml`): Markdown, HTML, text and
-        PDF chunked by heading, metadata from the rules; `source_version` and
+        them (`ledger ingest PATH... --rules RULES.toml`): Markdown, reStructuredText, HTML,
+        text and PDF chunked by heading, metadata from the rules; `source_version` and
         `effective_from` override the rules' for this run; `progress` is then
         called with (files done, chunks done). Returns a `DocumentIngestSummary`.
         """

@@ -9,13 +9,14 @@ that never import each other, so what joins them lives here, above both.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
 from ledger.core.errors import InputError
 from ledger.core.records import ChunkRecord
 from ledger.core.results import DocumentIngestSummary, IngestSummary
-from ledger.ingest.docplan import StoredFile, chunk_run, plan_run
+from ledger.ingest.docplan import FileResult, StoredFile, chunk_run, plan_run
 from ledger.ingest.files import (
     FORMATS,
     Progress,
@@ -169,7 +170,8 @@ def ingest_documents(
     progress: Any = None,
     today: str | None = None,
 ) -> DocumentIngestSummary:
-    """Ingest Markdown, HTML, text and PDF files by a rules file, all or nothing.
+    """Ingest Markdown, reStructuredText, HTML, text and PDF files by a rules file, all
+    or nothing.
 
     The rules, the files and the overrides are checked (and every file read once)
     before the write transaction; the files whose bytes or rules changed since
@@ -187,7 +189,7 @@ def ingest_documents(
         before = stored_files(conn, run.source)
         state = {path: StoredFile(*row) for path, row in before.items()}
         files, plans = chunk_run(run, state, progress)
-        return store_run(
+        summary = store_run(
             conn,
             source=run.source,
             snapshot=run.rules.source.snapshot,
@@ -198,3 +200,13 @@ def ingest_documents(
             plans=plans,
             before=before,
         )
+    return replace(summary, unknown_markup=_unknown_markup(files))
+
+
+def _unknown_markup(files: list[FileResult]) -> tuple[tuple[str, int], ...]:
+    """The markup the readers rendered as text, summed over the parsed files, by name."""
+    total: dict[str, int] = {}
+    for f in files:
+        for name, n in f.unknown.items():
+            total[name] = total.get(name, 0) + n
+    return tuple(sorted(total.items()))

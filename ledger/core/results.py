@@ -273,15 +273,22 @@ class DocumentIngestSummary:
     retract_entry: int | None = None
     moved: int = 0
     parsed_files: int = 0
+    # Markup the readers did not know and rendered as its text, by name
+    # (`role:ref`, `directive:versionadded`), with counts, over the parsed files.
+    unknown_markup: tuple[tuple[str, int], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """`ingest --json`'s keys: `batch` is null when the run stored nothing new."""
-        return {
+        """`ingest --json`'s keys: `batch` is null when the run stored nothing new;
+        `unknown_markup` only when some markup was rendered as text."""
+        out: dict[str, Any] = {
             **{key: getattr(self, key) for key in SUMMARY_KEYS},
             "files": self.files,
             "retracted": self.retracted,
             "parsed": self.parsed_files,  # files read and chunked; the rest were unchanged
         }
+        if self.unknown_markup:
+            out["unknown_markup"] = dict(self.unknown_markup)
+        return out
 
 
 @dataclass(frozen=True, slots=True)

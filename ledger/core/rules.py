@@ -70,9 +70,10 @@ DEDUPE_POLICIES = ("content", "id")
 # A source name leaves room in the 64-character id for the path and heading slugs.
 MAX_SOURCE_NAME = 24
 DEFAULT_MAX_TOKENS = 800
-# URI template placeholders: the run's version and the file's path (relative to its PATH).
+# URI template placeholders: the run's version, the file's path (relative to its PATH)
+# and that path without its extension (`cli.md` -> `cli`, for a published page's URL).
 _PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
-_PLACEHOLDERS = frozenset({"version", "path"})
+_PLACEHOLDERS = frozenset({"version", "path", "path_stem"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +89,20 @@ class Source:
     snapshot: bool
 
     def render_uri(self, version: str, path: str) -> str:
-        """The chunk's `source_uri`: the template with `{version}` and `{path}` filled in."""
-        return self.uri.replace("{version}", version).replace("{path}", path)
+        """The chunk's `source_uri`: the template with `{version}`, `{path}` and
+        `{path_stem}` (the path without its last extension) filled in, in one pass,
+        so a value that holds a placeholder's spelling is not filled again."""
+        values = {"version": version, "path": path, "path_stem": path_stem(path)}
+        return _PLACEHOLDER_RE.sub(lambda m: values.get(m.group(1), m.group(0)), self.uri)
+
+
+def path_stem(path: str) -> str:
+    """`guide/cli.md` -> `guide/cli`; a name without an extension (or a dot file) as is."""
+    folder, _, name = path.rpartition("/")
+    stem, dot, _ext = name.rpartition(".")
+    if not dot or not stem:
+        stem = name
+    return f"{folder}/{stem}" if folder else stem
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,9 +225,14 @@ def _parse_source(table: Any, where: str) -> Source:
     for placeholder in _PLACEHOLDER_RE.findall(uri):
         if placeholder not in _PLACEHOLDERS:
             raise InputError(
-                f"{at}.uri has unknown placeholder {{{placeholder}}}; use {{version}} and {{path}}"
+                f"{at}.uri has unknown placeholder {{{placeholder}}}; use {{version}}, "
+                "{path} and {path_stem}"
             )
-    sample = uri.replace("{version}", "v" * MAX_SOURCE_VERSION).replace("{path}", "p")
+    sample = (
+        uri.replace("{version}", "v" * MAX_SOURCE_VERSION)
+        .replace("{path_stem}", "p")
+        .replace("{path}", "p")
+    )
     if URI_RE.fullmatch(sample) is None:
         raise InputError(f"{at}.uri must be an absolute URI template (scheme://...), not {uri!r}")
     if len(sample) > MAX_URI:

@@ -36,6 +36,7 @@ from ledger.ingest.documents import (
     walk_paths,
 )
 from ledger.ingest.gitinfo import GitCommit, folder_commit
+from ledger.ingest.readers.base import Work
 from ledger.tokens import text_counter
 
 Progress = Callable[[int, int], None]  # (files done, chunks done)
@@ -82,6 +83,7 @@ class FileResult:
     meta_digest: str
     ids: list[str] = field(default_factory=list)
     reused: bool = False
+    unknown: dict[str, int] = field(default_factory=dict)  # markup rendered as text
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +157,8 @@ def _plan_files(rules: Rules, paths: Sequence[str]) -> list[tuple[DocFile, Rule]
         kind = document_kind(f.relpath)
         if kind is None:
             raise InputError(
-                f"{f.full}: not a document type ledger reads (.md, .markdown, .txt, .html, .htm, "
-                f'.pdf); add a rule `match = "{f.relpath}"` with `skip = true`'
+                f"{f.full}: not a document type ledger reads (.md, .markdown, .rst, .txt, .html, "
+                f'.htm, .pdf); add a rule `match = "{f.relpath}"` with `skip = true`'
             )
         if kind == "pdf":
             try:
@@ -300,9 +302,11 @@ def chunk_run(
             reused.update(old.chunk_ids)
             chunks_done += len(old.chunk_ids)
         else:
+            work = Work()
             chunks = chunk_document(
-                rf.data, rf.file.relpath, rf.file.full, count, source.max_tokens
+                rf.data, rf.file.relpath, rf.file.full, count, source.max_tokens, work
             )
+            result.unknown = work.unknown
             parsed.append((rf, chunks))
             chunks_done += len(chunks)
         results.append(result)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from ledger.ingest.documents import decode_document, front_matter_end
+from ledger.ingest.readers.base import decode_document
+from ledger.ingest.readers.markdown import front_matter_end
 
 
 class ChunkLike(Protocol):

@@ -17,9 +17,9 @@ from ledger.ingest.documents import (
     content_dedupe_key,
     read_file_bytes,
     slugify,
-    split_anchor,
     walk_paths,
 )
+from ledger.ingest.readers.base import split_anchor
 from ledger.tokens import text_counter
 from tests.documents.helpers import check_markdown_chunks, titles
 from tests.documents.pdfmake import make_pdf
