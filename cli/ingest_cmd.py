@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ledger.core.reasons import RETRACTED, SUPERSEDED
 from ledger_cli.common import byte_progress, echo_json, json_option, pass_ledger, render_table
 from ledger_cli.main import RECORDED, command
 
@@ -155,17 +156,29 @@ def _render_documents(summary: Any, as_json: bool) -> None:
         echo_json(summary.to_json())
         return
     stored = _stored_words(summary.batch)
+    if summary.batch is None and (summary.retract_entry or summary.reinstate_entry):
+        stored = "nothing new stored: "
     line = (
         f"{stored}{summary.files} files ({summary.parsed_files} parsed), read {summary.read} "
         f"chunks, new {summary.new}, unchanged {summary.unchanged}"
     )
-    if summary.retracted:
-        line += f"; retracted {summary.retracted} absent ids (entry {summary.retract_entry})"
     if summary.unknown_markup:
         total = sum(n for _name, n in summary.unknown_markup)
         names = ", ".join(f"{name} {n}" for name, n in summary.unknown_markup)
         line += f"; {total} unknown markup rendered as text ({names})"
     click.echo(line)
+    if summary.retracted:
+        what = f"retracted {len(summary.retracted)} ids absent from the snapshot"
+        click.echo(f"{what} (entry {summary.retract_entry}): {_first(summary.retracted)}")
+    if summary.reinstated:
+        what = f"reinstated {len(summary.reinstated)} retracted ids the snapshot holds"
+        click.echo(f"{what} (entry {summary.reinstate_entry}): {_first(summary.reinstated)}")
+
+
+def _first(ids: tuple[str, ...], shown: int = 20) -> str:
+    """The first `shown` ids, and how many more."""
+    more = f" and {len(ids) - shown} more (--json lists all)" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more
 
 
 @contextmanager
@@ -195,16 +208,23 @@ def _document_progress() -> Iterator[Callable[[int, int], None] | None]:
 
 @command("chunks")
 @click.option("--id", "chunk_id", metavar="ID", help="Only the versions of this chunk id.")
+@click.option(
+    "--as-of",
+    metavar="DATE",
+    help="The date each version's state is given for (default today), at the ledger's head.",
+)
 @json_option
 @pass_ledger
-def chunks_command(lg: Ledger, chunk_id: str | None, as_json: bool) -> None:
-    """List stored chunk versions with their digests (never their bodies).
+def chunks_command(lg: Ledger, chunk_id: str | None, as_of: str | None, as_json: bool) -> None:
+    """List stored chunk versions with their digests (never their bodies) and
+    each version's state on a date: current, superseded, retracted, expired,
+    not_yet_effective or erased.
 
     \b
     ledger chunks
-    ledger chunks --id refund-policy --json
+    ledger chunks --id refund-policy --as-of 2026-03-01 --json
     """
-    listing = lg.chunks(chunk_id)
+    listing = lg.chunks(chunk_id, as_of)
     if as_json:
         echo_json(listing.to_json())
         return
@@ -213,13 +233,14 @@ def chunks_command(lg: Ledger, chunk_id: str | None, as_json: bool) -> None:
         which = f" for id '{chunk_id}'" if chunk_id else ""
         click.echo(f"no chunk versions stored{which}", err=True)
         return
-    header = ("id", "version", "section", "valid", "tokens", "batch", "record", "content")
+    header = ("id", "version", "section", "valid", "state", "tokens", "batch", "record", "content")
     table = [
         (
             r["id"],
             r["source_version"],
             r["section"],
             f"{r['effective_from']}..{r['expires_on'] or ''}",
+            _state_words(r["state"], r["state_detail"]),
             str(r["estimated_tokens"]),
             str(r["batch"]),
             r["record_digest"][:12],
@@ -228,3 +249,15 @@ def chunks_command(lg: Ledger, chunk_id: str | None, as_json: bool) -> None:
         for r in rows
     ]
     click.echo(render_table(header, table))
+
+
+def _state_words(state: str, detail: dict[str, Any]) -> str:
+    """A version's state in a table cell: `superseded by v2`, `retracted from
+    2026-03-01 (entry 7)`, `erased (entry 9)`, or the state's name."""
+    if state == SUPERSEDED and "by" in detail:
+        return f"superseded by {detail['by'].get('source_version')}"
+    if state == RETRACTED:
+        return f"retracted from {detail.get('from')} (entry {detail.get('entry')})"
+    if state == "erased":
+        return f"erased (entry {detail.get('entry')})"
+    return state

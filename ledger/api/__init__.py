@@ -262,10 +262,16 @@ class Ledger:
             )
         )
 
-    def chunks(self, chunk_id: str | None = None) -> ChunkList:
-        """Stored chunk versions with their digests, never their bodies (`ledger chunks`)."""
+    def chunks(self, chunk_id: str | None = None, as_of: str | None = None) -> ChunkList:
+        """Stored chunk versions with their digests, never their bodies, and each
+        version's `state` on `as_of` (default today) at the head (`ledger chunks`)."""
+        import datetime
+
+        from ledger.core.reasons import check_date
+
+        day = datetime.date.today().isoformat() if as_of is None else check_date(as_of, "as_of")
         with self._read() as conn:
-            return ChunkList({"chunks": versions.list_versions(conn, chunk_id)})
+            return ChunkList({"chunks": versions.list_versions(conn, chunk_id, day)})
 
     def current_versions(self, as_of: str | None = None) -> list[dict[str, Any]]:
         """Per document chunk id, the version valid on `as_of` (default today) with the

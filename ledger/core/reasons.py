@@ -20,6 +20,7 @@ an eviction reason is one row here plus that gate's code.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -252,7 +253,7 @@ _STEP_WORDS: Mapping[str, str] = MappingProxyType(
         "as_of": "build as of {as_of}",
         "budget": "raise the budget by {extra} to {budget}",
         "superseded_by": "superseded by {by[id]}@{by[source_version]}",
-        "retrieve": 'retrieve with --query "{query}" --top {top}',
+        "retrieve": "retrieve with --query {query} --top {top}",  # query shell-quoted
         "rebuild": "build again (the ledger is now at entry {mark})",
         "retracted": "retracted from {from} by entry {entry}",
         "reinstate": "run `ledger reinstate {id} --from {from}` (undoes the retraction of "
@@ -281,6 +282,8 @@ def describe_step(step: Mapping[str, Any]) -> str:
     words = _STEP_WORDS.get(step["kind"])
     if words is None:
         return json.dumps(step, sort_keys=True)
+    if step["kind"] == "retrieve":  # as a shell takes it: a phrase keeps its quotes
+        step = {**step, "query": shlex.quote(str(step["query"]))}
     return words.format_map(step) + _step_tail(step)
 
 

@@ -269,8 +269,10 @@ class DocumentIngestSummary:
     new: int
     unchanged: int
     files: int
-    retracted: int
+    retracted: tuple[str, ...] = ()  # the ids a snapshot withdrew (absent from it)
     retract_entry: int | None = None
+    reinstated: tuple[str, ...] = ()  # the withdrawn ids a snapshot holds again
+    reinstate_entry: int | None = None
     moved: int = 0
     parsed_files: int = 0
     # Markup the readers did not know and rendered as its text, by name
@@ -283,7 +285,8 @@ class DocumentIngestSummary:
         out: dict[str, Any] = {
             **{key: getattr(self, key) for key in SUMMARY_KEYS},
             "files": self.files,
-            "retracted": self.retracted,
+            "retracted": {"entry": self.retract_entry, "ids": list(self.retracted)},
+            "reinstated": {"entry": self.reinstate_entry, "ids": list(self.reinstated)},
             "parsed": self.parsed_files,  # files read and chunked; the rest were unchanged
         }
         if self.unknown_markup:

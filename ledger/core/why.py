@@ -114,6 +114,9 @@ class Found:
     # For a version the pack never considered: the first of gates 1-6 that
     # keeps it out at the pack's own inputs (None: it passes them all).
     gate: Decided | None = None
+    # False for the version the pack weighed of an id whose text matched only
+    # in other versions: shown so the id leads as the pack saw it.
+    matched: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +132,7 @@ class WhyMatch:
     detail: Mapping[str, Any] | None
     hint: Mapping[str, Any] | None
     erased: Mapping[str, Any] | None = None
+    matched: bool = True  # False: the words asked are not in this version's text
 
     def to_json(self) -> dict[str, Any]:
         """The shape of docs/reference/json.md: `{"id", "source_version", "title",
@@ -165,6 +169,7 @@ def classify(found: Found, pack: PackView) -> WhyMatch:
         return WhyMatch(
             found.id, found.source_version, found.title, found.score, status,
             d.reason, d.detail, d.hint if d.reason is not None else None, found.erased,
+            found.matched,
         )  # fmt: skip
     reason: str
     detail: dict[str, Any]
@@ -192,7 +197,7 @@ def classify(found: Found, pack: PackView) -> WhyMatch:
         hint = None
     return WhyMatch(
         found.id, found.source_version, found.title, found.score, "not_candidate",
-        reason, detail, hint, found.erased,
+        reason, detail, hint, found.erased, found.matched,
     )  # fmt: skip
 
 
@@ -270,6 +275,8 @@ def answer(
     matches = _first_ids(order_matches(found, [classify(f, pack) for f in found]), limit)
     head = matches[0]
     said = sentence(head, pack)
+    if not head.matched:
+        said = f"{said} {_words_elsewhere(head, matches)}"
     if head.status == "admitted":
         # What stands between the agent and the fact: another id's version the
         # pack left out or never considered is named too.
@@ -288,6 +295,18 @@ def _first_ids(matches: Sequence[WhyMatch], limit: int) -> list[WhyMatch]:
             ids.append(m.id)
     kept = set(ids[:limit])
     return [m for m in matches if m.id in kept]
+
+
+def _words_elsewhere(head: WhyMatch, matches: Sequence[WhyMatch]) -> str:
+    """For a lead version whose own text lacks the words asked: the version of
+    the same id that holds them, and what kept that one out."""
+    holder = next(m for m in matches if m.id == head.id and m.matched)
+    how = "left out" if holder.status == "evicted" else "kept out"
+    reason = holder.reason or ""
+    return (
+        f"The words asked are in its version {holder.source_version}, {how} by "
+        f"{reason}: {reason_words(reason, dict(holder.detail or {}))}."
+    )
 
 
 def _name(m: WhyMatch) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
@@ -96,9 +96,14 @@ def _same(old: Any, rec: Any) -> bool:
 
 def _newest_retraction(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
     """The newest retract entry of each id (ids never retracted are absent)."""
+    return _newest_mark(conn, retractions, ids)
+
+
+def _newest_mark(conn: Connection, table: Any, ids: Iterable[str]) -> dict[str, int]:
+    """The newest entry of `table` (retractions or reinstatements) naming each id."""
     out: dict[str, int] = {}
     id_list = sorted(set(ids))
-    r = retractions.c
+    r = table.c
     for start in range(0, len(id_list), _IN):
         part = id_list[start : start + _IN]
         query = select(r.chunk_id, func.max(r.entry_seq)).where(r.chunk_id.in_(part))
@@ -106,6 +111,18 @@ def _newest_retraction(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
         for cid, seq in rows:
             out[cid] = int(seq)
     return out
+
+
+def _withdrawn(conn: Connection, newest: Mapping[str, Any]) -> set[str]:
+    """The ids whose newest stored version a retraction withdraws at the head: a
+    retract entry after that version's ingest, and no reinstate entry after it."""
+    retracted = _newest_retraction(conn, newest)
+    reinstated = _newest_mark(conn, reinstatements, newest)
+    return {
+        cid
+        for cid, seq in retracted.items()
+        if seq > newest[cid].batch_seq and seq > reinstated.get(cid, 0)
+    }
 
 
 def _newest_versions(conn: Connection, ids: Iterable[str]) -> dict[str, Any]:
@@ -136,15 +153,23 @@ def _newest_versions(conn: Connection, ids: Iterable[str]) -> dict[str, Any]:
 def _insert_retraction(
     conn: Connection, ids: Sequence[str], from_date: str, reason: str | None
 ) -> int:
-    seq = reserve_entry(conn, "retract")
+    return _insert_mark(conn, retractions, "retract", ids, from_date, reason)
+
+
+def _insert_mark(
+    conn: Connection, table: Any, kind: str, ids: Sequence[str], from_date: str, reason: str | None
+) -> int:
+    """One `retract` or `reinstate` entry naming `ids` from `from_date`."""
+    seq = reserve_entry(conn, kind)
     conn.execute(
-        insert(retractions),
+        insert(table),
         [
             {"entry_seq": seq, "chunk_id": cid, "from_date": from_date, "reason": reason}
             for cid in sorted(ids)
         ],
     )
-    seal_entry(conn, seq, retract_payload(ids, from_date, reason))
+    payload = retract_payload if kind == "retract" else reinstate_payload
+    seal_entry(conn, seq, payload(ids, from_date, reason))
     return seq
 
 
@@ -249,15 +274,22 @@ def store_run(
     under a stored id and version, or a broken dedupe group.
     """
     reused = sum(len(f.ids) for f in files if f.reused)
-    newest = _newest_versions(conn, [p.record.id for p in plans])
-    retracted_at = _newest_retraction(conn, [p.record.id for p in plans])
+    kept = [cid for f in files if f.reused for cid in f.ids]  # files unchanged since
+    newest = _newest_versions(conn, [p.record.id for p in plans] + kept)
+    withdrawn = _withdrawn(conn, newest)
     new_plans: list[Any] = []
     moves: list[dict[str, Any]] = []
+    # Withdrawn ids the snapshot holds with the same text: reinstated below.
+    back: list[str] = [cid for cid in kept if cid in withdrawn] if snapshot else []
     unchanged = reused
     for p in plans:
         old = newest.get(p.record.id)
-        withdrawn = old is not None and retracted_at.get(p.record.id, 0) > old.batch_seq
-        if old is not None and not withdrawn and _same(old, p.record):
+        if old is None or not _same(old, p.record):
+            new_plans.append(p)
+            continue
+        if p.record.id in withdrawn and snapshot:
+            back.append(p.record.id)
+        if p.record.id not in withdrawn or snapshot:
             unchanged += 1
             if (old.loc_kind, old.loc_first, old.loc_last) != (p.location_kind, *p.location):
                 moves.append(
@@ -340,22 +372,28 @@ def store_run(
         gone = {cid for _d, _m, ids in before.values() for cid in ids} - now
         if gone:
             last = _newest_versions(conn, gone)
-            withdrawn_at = _newest_retraction(conn, gone)
-            absent = sorted(
-                c for c in gone if c in last and withdrawn_at.get(c, 0) < last[c].batch_seq
-            )
+            out = _withdrawn(conn, last)
+            absent = sorted(c for c in gone if c in last and c not in out)
         if absent:
             retract_seq = _insert_retraction(
                 conn, absent, effective_from, f"absent from snapshot {version} of source {source}"
             )
+    reinstate_seq: int | None = None
+    if back:  # docs/reference/retention.md: a snapshot that holds a retracted id
+        reinstate_seq = _insert_mark(
+            conn, reinstatements, "reinstate", back, effective_from,
+            f"held by snapshot {version} of source {source}",
+        )  # fmt: skip
     return DocumentIngestSummary(
         batch=batch_seq,
         read=read,
         new=len(new_plans),
         unchanged=unchanged,
         files=len(files),
-        retracted=len(absent),
+        retracted=tuple(absent),
         retract_entry=retract_seq,
+        reinstated=tuple(sorted(back)),
+        reinstate_entry=reinstate_seq,
         moved=len(moves),
         parsed_files=sum(1 for f in files if not f.reused),
     )
@@ -395,15 +433,7 @@ def reinstate(
                 f"chunk id '{never[0]}' was never retracted: there is nothing to reinstate "
                 "(`ledger chunks` shows each version's state); nothing reinstated"
             )
-        seq = reserve_entry(conn, "reinstate")
-        conn.execute(
-            insert(reinstatements),
-            [
-                {"entry_seq": seq, "chunk_id": cid, "from_date": from_date, "reason": reason}
-                for cid in unique
-            ],
-        )
-        seal_entry(conn, seq, reinstate_payload(unique, from_date, reason))
+        seq = _insert_mark(conn, reinstatements, "reinstate", unique, from_date, reason)
     return RetractResult(seq, tuple(unique), from_date, reason)
 
 

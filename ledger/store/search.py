@@ -9,6 +9,7 @@ own inputs, or on the inputs of the build that would retrieve it) and lets
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlalchemy import Connection, func, select
 
 from ledger.core.errors import InputError, NotFoundError
 from ledger.core.query import Query, parse_query
+from ledger.core.reasons import GATE
 from ledger.core.results import SearchResult
 from ledger.core.why import (
     Decided,
@@ -226,6 +228,8 @@ def _answer(
 
     view = replace(_view(head), label=label)
     inputs = inputs_of(head, conn)  # with the retractions and reinstatements at its mark
+    unmatched = _weighed_versions(conn, head.pack_no, hits)
+    hits = hits + unmatched
     rows = _version_rows(conn, [h.vid for h in hits])
     decided = {d.vid: d for d in decision_rows(conn, head.pack_no, [h.vid for h in hits])}
     # Scores under the pack's own query, for the versions it did not retrieve.
@@ -270,6 +274,7 @@ def _answer(
                 query_score=query_scores.get(h.vid),
                 erased=erased.get(h.vid),
                 gate=gate,
+                matched=h not in unmatched,
             )
         )
     # Hints re-run the selector: only for the versions the answer shows.
@@ -297,6 +302,28 @@ def _answer(
             f = replace(f, hint=checked_hint(conn, inputs, r.record_digest, words))
         hinted.append(f)
     return answer(q.text if q is not None else str(asked), view, hinted, limit)
+
+
+def _weighed_versions(conn: Connection, pack_no: int, hits: list[Hit]) -> list[Hit]:
+    """The version the pack weighed (passed gates 1-6: admitted, or left out as
+    a duplicate or by the budget) of each matched id whose matching versions do
+    not include it: an id is shown as the pack saw it, even when the words asked
+    are only in an older or newer version's text."""
+    from ledger.store.packs import decision_rows, reason_of
+
+    have = {h.vid for h in hits}
+    ids = sorted({h.chunk_id for h in hits})
+    v = versions.c
+    stored: Iterable[int] = conn.execute(select(v.vid).where(v.chunk_id.in_(ids))).scalars()
+    others = [vid for vid in stored if vid not in have]
+    if not others:
+        return []
+    weighed = []
+    for d in decision_rows(conn, pack_no, others):
+        reason = reason_of(d.status, pack_no)
+        if reason is None or GATE[reason] > 6:
+            weighed.append(Hit(int(d.vid), d.chunk_id, d.source_version, 0.0))
+    return weighed
 
 
 def _view(head: Any) -> PackView:

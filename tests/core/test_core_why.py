@@ -100,3 +100,32 @@ def test_the_current_version_heads_its_id_and_superseded_follow() -> None:
         "v2",
         "v1",
     ]
+
+
+def test_an_id_leads_as_the_pack_saw_it_when_the_words_are_only_in_an_old_version() -> None:
+    old = found(
+        source_version="v1",
+        decided=Decided("superseded", {"by": {"id": "faq", "source_version": "v2"}}),
+    )
+    seen = found(source_version="v2", score=0.0, decided=Decided(None, None), matched=False)
+    a = answer("old words", PACK, [old, seen], 5)
+    assert [(m.source_version, m.status) for m in a.matches] == [
+        ("v2", "admitted"),
+        ("v1", "evicted"),
+    ]
+    assert a.verdict == "admitted"
+    assert a.sentence.startswith("faq@v2 was admitted to pack 3")
+    assert (
+        "The words asked are in its version v1, left out by superseded: version v2 supersedes"
+        in (a.sentence)
+    )
+
+
+def test_a_retrieve_step_quotes_the_query_as_a_shell_takes_it() -> None:
+    import shlex
+
+    from ledger.core.reasons import describe_step
+
+    text = describe_step({"kind": "retrieve", "query": '"making `request.text`"', "top": 7})
+    assert text == "retrieve with --query '\"making `request.text`\"' --top 7"
+    assert shlex.split(text)[3] == '"making `request.text`"'

@@ -196,7 +196,7 @@ def test_first_snapshot_every_chunk_points_at_its_lines_and_covers_the_files(
     a = history["a"]
     files = md_files(A)
     assert a["files"] == len(files) == 11
-    assert a["new"] == a["read"] and a["unchanged"] == 0 and a["retracted"] == 0
+    assert a["new"] == a["read"] and a["unchanged"] == 0 and a["retracted"]["ids"] == []
     stored = history["a_rows"]
     assert len(stored) == a["new"] > len(files)
     # The console block of tutorial/index.md is over the limit and stays whole.
@@ -289,7 +289,7 @@ def test_removed_sections_are_retracted_from_the_second_snapshots_date(
     stored = rows(db)
     removed = {v["chunk_id"] for v in stored} - held
     assert {v["title"] for v in stored if v["chunk_id"] in removed} == REMOVED_TITLES
-    assert b["retracted"] == len(removed) > len(REMOVED_TITLES) - 1
+    assert set(b["retracted"]["ids"]) == removed and len(removed) > len(REMOVED_TITLES) - 1
     retracted = dbtools.query(db, "SELECT entry_seq, chunk_id, from_date FROM retractions")
     assert {r[1] for r in retracted} == removed
     assert {(r[0], r[2]) for r in retracted} == {(b["batch"] + 1, B_DATE)}
@@ -350,7 +350,8 @@ def test_an_unchanged_second_run_parses_nothing_and_records_no_entry(
         "new": 0,
         "unchanged": history["b"]["read"],
         "files": 10,
-        "retracted": 0,
+        "retracted": {"entry": None, "ids": []},
+        "reinstated": {"entry": None, "ids": []},
         "parsed": 0,
     }
     assert run_ledger("head", db=db, check=True).stdout == head

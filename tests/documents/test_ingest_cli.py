@@ -114,7 +114,7 @@ def test_the_hostile_corpus_is_stored_with_titles_paths_and_lines(kb: dict[str, 
     proc = ingest(kb, "--json")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
-    assert summary["files"] == 12 and summary["parsed"] == 12 and summary["retracted"] == 0
+    assert summary["files"] == 12 and summary["parsed"] == 12 and summary["retracted"]["ids"] == []
     got = chunks(kb["db"])
     assert summary["new"] == summary["read"] == len(got)
     by_title = {(c["path"], c["title"]): c for c in got.values()}
@@ -247,7 +247,7 @@ def test_snapshot_runs_retract_what_is_gone_and_an_unchanged_run_writes_nothing(
     )
     assert third["parsed"] == 2 and third["files"] == 11
     gone = {"kb-notes", "kb-guide-dupes--api-example-2"}
-    assert third["retracted"] == len(gone) and third["new"] == 1
+    assert set(third["retracted"]["ids"]) == gone and third["new"] == 1
     got = chunks(db)
     assert got["kb-guide-setext--guide-install"]["lines"] == [8, 11]  # moved: location only
     assert got["kb-guide-setext--guide-install"]["source_version"] == "v1"
@@ -274,12 +274,14 @@ def test_snapshot_runs_retract_what_is_gone_and_an_unchanged_run_writes_nothing(
         )
     early = ledger_json("build", "--as-of", "2026-02-28", db=db)
     assert gone <= {a["id"] for a in early["admitted"]}
-    # A section that comes back is a new version, not retracted.
+    # A section that comes back with its text unchanged is reinstated from the run's date.
     (kb["root"] / "notes.txt").write_text("first paragraph\n\nsecond paragraph\n", encoding="utf-8")
     back = json.loads(
         ingest(kb, "--json", "--source-version", "v3", "--effective-from", "2026-04-01").stdout
     )
-    assert back["new"] == 1 and back["retracted"] == 0
+    assert back["new"] == 0 and back["retracted"]["ids"] == []
+    head_seq = ledger_json("head", db=db)["seq"]
+    assert back["reinstated"] == {"entry": head_seq, "ids": ["kb-notes"]}
     later = ledger_json("build", "--as-of", "2026-04-01", db=db)
     assert "kb-notes" in {a["id"] for a in later["admitted"]}
     assert ledger_json("verify", db=db)["ok"] is True
@@ -428,13 +430,44 @@ def test_progress_goes_to_a_terminal_on_stderr_only(kb: dict[str, Any]) -> None:
     assert quiet.stderr == ""
 
 
-def test_restoring_a_retracted_text_needs_a_new_version(kb: dict[str, Any]) -> None:
+def test_a_snapshot_that_holds_a_retracted_text_again_reinstates_it(kb: dict[str, Any]) -> None:
+    notes = kb["root"] / "notes.txt"
+    text = notes.read_text(encoding="utf-8")
+    first = json.loads(ingest(kb, "--json").stdout)
+    notes.unlink()
+    gone = json.loads(ingest(kb, "--json", "--effective-from", "2026-03-01").stdout)
+    assert gone["retracted"] == {"entry": first["batch"] + 1, "ids": ["kb-notes"]}
+    assert gone["reinstated"] == {"entry": None, "ids": []}
+    notes.write_text(text, encoding="utf-8")
+    plain = ingest(kb, "--effective-from", "2026-04-01")
+    assert plain.returncode == 0, plain.stderr
+    entry = first["batch"] + 2
+    assert plain.stdout.splitlines()[1] == (
+        f"reinstated 1 retracted ids the snapshot holds (entry {entry}): kb-notes"
+    )
+    # The same text is no new version: the retraction is undone from the run's date.
+    assert plain.stdout.startswith("nothing new stored: ")
+    grant = ("subject", "grant", "default", "kb-read", "security-read")
+    run_ledger(*grant, db=kb["db"], check=True)
+    policy = ("--allow-trust", "approved-source", "--allow-trust", "application-policy")
+    run_ledger("policy", "set", *policy, "--budget", "100000", db=kb["db"], check=True)
+    during = ledger_json("build", "--as-of", "2026-03-15", db=kb["db"])
+    assert {e["id"]: e["reason"] for e in during["evicted"]}["kb-notes"] == "retracted"
+    after = ledger_json("build", "--as-of", "2026-04-01", db=kb["db"])
+    assert "kb-notes" in {a["id"] for a in after["admitted"]}
+    assert ledger_json("verify", db=kb["db"])["ok"] is True
+    again = json.loads(ingest(kb, "--json", "--effective-from", "2026-04-01").stdout)
+    assert again["batch"] is None and again["reinstated"]["ids"] == []  # once is enough
+
+
+def test_outside_a_snapshot_a_retracted_text_needs_a_new_version(kb: dict[str, Any]) -> None:
     notes = kb["root"] / "notes.txt"
     text = notes.read_text(encoding="utf-8")
     assert ingest(kb).returncode == 0
     notes.unlink()
-    assert json.loads(ingest(kb, "--json").stdout)["retracted"] == 1
+    assert json.loads(ingest(kb, "--json").stdout)["retracted"]["ids"] == ["kb-notes"]
     notes.write_text(text, encoding="utf-8")
+    kb["rules"].write_text(RULES.replace("snapshot = true", "snapshot = false"), encoding="utf-8")
     before = dbtools.snapshot(kb["db"])
     restore = "new source_version (--source-version)"
     _refused(kb, ingest(kb), before, "kb-notes", "was retracted", restore)

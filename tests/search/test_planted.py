@@ -217,7 +217,12 @@ def test_superseded_lists_the_current_version_and_its_date_hint_admits(
     planted_db: str, tmp_path: Path
 ) -> None:
     a = why(planted_db, "glacier ibex", "--pack", "1")
-    m = a["matches"][0]
+    # The words are only in version 1: the id leads as the pack saw it (version
+    # 2, admitted), and version 1 is under it, superseded, with its hint.
+    lead, m = a["matches"][:2]
+    assert (lead["id"], lead["source_version"], lead["status"]) == ("p-versioned", "2", "admitted")
+    assert lead["score"] == 0.0
+    assert "The words asked are in its version 1, left out by superseded" in a["sentence"]
     assert (m["id"], m["source_version"], m["status"], m["reason"]) == (
         "p-versioned", "1", "evicted", "superseded",
     )  # fmt: skip
