@@ -46,6 +46,31 @@ def page_hint(hint: dict[str, Any]) -> dict[str, Any]:
     return {**hint, "steps": steps}
 
 
+def retrieval_rows(data: dict[str, Any]) -> dict[str, Any] | None:
+    """A retrieval build's record as the page shows it: what asked (the query, or
+    the candidates file's digest), K, and per ranked chunk its rank, score, title
+    and what the pack did with it. None for a plain build."""
+    record = data.get("retrieval")
+    if record is None:
+        return None
+    fate: dict[tuple[str, str], tuple[str, str, str | None]] = {}
+    for a in data["admitted"]:
+        fate[(a["id"], a["source_version"])] = ("admitted", "", a.get("title"))
+    for e in data["evicted"]:
+        fate[(e["id"], e["source_version"])] = ("evicted", e["reason"], e.get("title"))
+    rows = []
+    for r in record["ranked"]:
+        status, reason, title = fate.get((r["id"], r["source_version"]), ("", "", None))
+        score = "" if r.get("score") is None else f"{r['score']:.4g}"
+        rows.append(dict(r, score=score, status=status, reason=reason, title=title or ""))
+    return {
+        "query": record["query"],
+        "candidates_digest": record.get("candidates_digest"),
+        "top": record["top"],
+        "rows": rows,
+    }
+
+
 def render_pack(
     data: dict[str, Any],
     meta: dict[str, dict[str, Any]],
@@ -148,6 +173,7 @@ def render_pack(
                 hint=None if hint is None else describe_hint(hint),
             )
         )
+    page["retrieval"] = retrieval_rows(data)
     page["bodies"] = None
     if bodies is not None:
         page["bodies"] = [dict(a, body=bodies.get(a["record_digest"], "")) for a in admitted]
@@ -185,5 +211,8 @@ def render_pack(
             "by_record_digest": {digest: page_hint(h) for digest, h in hints.items()},
         },
         "with_content": bodies is not None,
+        "retrieval": None
+        if page["retrieval"] is None
+        else {k: page["retrieval"][k] for k in ("query", "candidates_digest", "top")},
     }
     return render("pack.html", **page)

@@ -548,3 +548,29 @@ def test_a_10_mb_file_is_stored_whole_within_the_limit(
     # counter's, nothing over the limit but whole fences (and there are some).
     check_markdown_chunks(data, stored, text_counter("cl100k_base"), 500, where="big.md")
     assert any(c.fence_only and c.tokens > 500 for c in stored)
+
+
+def test_show_gives_lines_where_the_text_stands_in_the_newest_snapshot(
+    kb: dict[str, Any],
+) -> None:
+    db = kb["db"]
+    assert ingest(kb).returncode == 0
+    run_ledger("subject", "grant", "default", "kb-read", "security-read", db=db, check=True)
+    allow = ("--allow-trust", "approved-source", "--allow-trust", "application-policy")
+    run_ledger("policy", "set", *allow, "--budget", "100000", db=db, check=True)
+    pack = ledger_json("build", "--as-of", "2026-03-01", db=db)["pack"]
+    install = "kb-guide-setext--guide-install"
+
+    def lines_in_show() -> Any:
+        shown = ledger_json("show", str(pack), db=db)
+        return {a["id"]: a["lines"] for a in shown["admitted"]}[install]
+
+    assert lines_in_show() == [6, 9]
+    # The section moves two lines down; its text is unchanged: no new version.
+    (kb["root"] / "guide" / "setext.md").write_text(
+        "\n\nGuide\n=====\n\nIntro.\n\nInstall\n-------\n\nRun pip.\n", encoding="utf-8"
+    )
+    moved = json.loads(ingest(kb, "--json").stdout)
+    assert moved["new"] == 0 and moved["batch"] is None
+    assert lines_in_show() == [8, 11] == chunks(db)[install]["lines"]
+    assert run_ledger("replay", str(pack), db=db).returncode == 0

@@ -52,7 +52,7 @@ import pytest
 
 from ledger.report.pack import PAGE_DISPLACED, page_hint
 from tests.conftest import chunk, ledger_json, run_ledger, write_jsonl
-from tests.dbtools import new_ledger
+from tests.dbtools import copy_ledger, new_ledger
 from tests.e2e.report_browser import Chromium
 from tests.seeded import seed_ledger
 
@@ -376,6 +376,28 @@ def test_hints_match_why_evicted(history: Path, reports: dict[str, Report]) -> N
     )
     # 167 used of 170: shipping-note needs 24, 3 remain, so 21 more.
     assert shipping["hint"].startswith("raise the budget by 21 to 191")
+
+
+def test_a_retrieval_pack_report_shows_the_query_k_ranks_scores_and_titles(
+    history: Path, tmp_path: Path
+) -> None:
+    db = copy_ledger(history, tmp_path / "copy.db")
+    built = ledger_json("build", "--as-of", "2026-09-02", "--query", "refund", "--top", "3", db=db)
+    show = ledger_json("show", str(built["pack"]), db=db)
+    rep = report(db, tmp_path / "retrieval.html", str(built["pack"]))
+    lede = rep.visible_text()
+    assert 'Evidence retrieved by the query \u201crefund\u201d, top 3.' in lede
+    ranked = rep.table("ranked-table")
+    assert [(r["rank"], r["id"], r["version"]) for r in ranked] == [
+        (str(r["rank"]), r["id"], r["source_version"]) for r in show["retrieval"]["ranked"]
+    ]
+    assert ranked and all(float(r["score"]) > 0 for r in ranked)
+    fate = {(a["id"], a["source_version"]): "admitted" for a in show["admitted"]}
+    fate.update({(e["id"], e["source_version"]): "evicted" for e in show["evicted"]})
+    assert [r["status"] for r in ranked] == [fate[(r["id"], r["version"])] for r in ranked]
+    assert rep.data["retrieval"] == {"query": "refund", "candidates_digest": None, "top": 3}
+    plain = report(history, tmp_path / "plain.html", "1")
+    assert plain.data["retrieval"] is None and "ranked-table" not in plain.raw
 
 
 def test_page_data_keeps_the_first_displaced_chunks_and_counts_the_rest() -> None:
