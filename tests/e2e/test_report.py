@@ -386,7 +386,7 @@ def test_a_retrieval_pack_report_shows_the_query_k_ranks_scores_and_titles(
     show = ledger_json("show", str(built["pack"]), db=db)
     rep = report(db, tmp_path / "retrieval.html", str(built["pack"]))
     lede = rep.visible_text()
-    assert 'Evidence retrieved by the query \u201crefund\u201d, top 3.' in lede
+    assert "Evidence retrieved by the query \u201crefund\u201d, top 3." in lede
     ranked = rep.table("ranked-table")
     assert [(r["rank"], r["id"], r["version"]) for r in ranked] == [
         (str(r["rank"]), r["id"], r["source_version"]) for r in show["retrieval"]["ranked"]
