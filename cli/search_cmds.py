@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ledger.core.reasons import describe_hint
 from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
 from ledger_cli.main import Command, command
 
@@ -126,3 +127,5 @@ def why_command(
         gone = f" [body erased by entry {m['erased']['entry']}]" if "erased" in m else ""
         name = f"{m['id']}@{m['source_version']}"
         click.echo(f"  {m['status']}{reason}: {name} (score {m['score']:g}){gone}")
+        if m["hint"] and m["hint"]["steps"]:  # every match not admitted, its hint
+            click.echo(f"    to admit it: {describe_hint(m['hint'])}")

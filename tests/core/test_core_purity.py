@@ -42,6 +42,7 @@ CORE_STDLIB = {
     "math",
     "operator",
     "re",
+    "shlex",  # shell quoting of a hint's query (reasons.describe_step): pure string work
     "string",
     "tomllib",
     "types",
