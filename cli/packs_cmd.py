@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ledger.core.reasons import short_detail
+from ledger.core.transcript import counted_by
 from ledger_cli.common import echo_json, json_option, json_text, pass_ledger, render_table
 from ledger_cli.main import command
 
@@ -22,8 +23,9 @@ def render_pack(data: dict[str, Any]) -> str:
         f"pack {data['pack']} (entry {data['entry']}): subject {data['subject']}, as of "
         f"{data['as_of']}, "
         f"ledger mark {data['ledger_mark']}",
-        f"used {data['used']} of {data['budget']} ({data['counter']}), remaining "
-        f"{data['remaining']}; "
+        f"used {data['used']} of {data['budget']} {data['unit']} "
+        f"({counted_by(data['scope'], data['counter'])}), "
+        f"remaining {data['remaining']}; "
         f"{len(data['admitted'])} admitted, {len(data['evicted'])} evicted of "
         f"{data['candidates']} candidates",
         f"pack digest {data['pack_digest']}",
@@ -57,7 +59,7 @@ def render_pack(data: dict[str, Any]) -> str:
         )
         for e in data["evicted"]
     ]
-    lines.append(render_table(("section", "id", "version", "tokens", "reason"), rows))
+    lines.append(render_table(("section", "id", "version", data["unit"], "reason"), rows))
     counts = Counter(e["reason"] for e in data["evicted"])
     lines.append("")
     lines.append(

@@ -116,7 +116,7 @@ TABLE: tuple[Reason, ...] = (
     Reason(
         "budget", 8, 7,
         (("needed", "tokens"), ("remaining", "remaining")),
-        "it needed {needed} tokens but only {remaining} remained",
+        "it needed {needed} {unit} but only {remaining} remained",
         "budget change", "budget", seed=True,
     ),
     Reason(
@@ -226,13 +226,14 @@ def short_detail(reason: str | None, detail: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k} {v}" for k, v in detail.items())
 
 
-def reason_words(reason: str, detail: Mapping[str, Any]) -> str:
-    """The reason as a clause of a sentence: `the policy does not allow trust 'x'`."""
+def reason_words(reason: str, detail: Mapping[str, Any], unit: str = "tokens") -> str:
+    """The reason as a clause of a sentence: `the policy does not allow trust 'x'`.
+    `unit` is what the pack's counts are in: "bytes" for a transcript pack."""
     row = REASON.get(reason)
     if row is None:
         return short_detail(reason, detail)
     try:
-        return row.words.format_map(detail)
+        return row.words.format_map({**detail, "unit": unit})
     except (KeyError, IndexError, TypeError):
         return short_detail(reason, detail)
 
@@ -306,7 +307,7 @@ def why_evicted_sentence(result: Mapping[str, Any]) -> str:
                 f"{name} was admitted to the newest pack that considered it "
                 f"(pack {d['pack']}, as of {d['as_of']})."
             )
-        words = reason_words(d["reason"], d["detail"])
+        words = reason_words(d["reason"], d["detail"], d.get("unit", "tokens"))
         retraction = d.get("retraction")
         if retraction and retraction.get("reason"):  # who withdrew it, in their words
             words += f" ({retraction['reason']})"

@@ -96,6 +96,14 @@ def budget_unit(scope: str | None) -> str:
     return "tokens"
 
 
+def counted_by(scope: str | None, counter: str) -> str:
+    """How a pack's counts were made, for text: the counter's name, or for a
+    transcript pack (whose estimates are bytes) what the bytes are of."""
+    if budget_unit(scope) == TRANSCRIPT_UNIT:
+        return "UTF-8 bytes of continuation.md"
+    return counter
+
+
 _BACKTICKS = re.compile(rb"`+")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 

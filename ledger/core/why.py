@@ -33,6 +33,7 @@ from ledger.core.reasons import (
     reason_words,
 )
 from ledger.core.results import WhyAnswer
+from ledger.core.transcript import budget_unit
 
 __all__ = [
     "DOCUMENTS",
@@ -276,7 +277,7 @@ def answer(
     head = matches[0]
     said = sentence(head, pack)
     if not head.matched:
-        said = f"{said} {_words_elsewhere(head, matches)}"
+        said = f"{said} {_words_elsewhere(head, matches, budget_unit(pack.scope))}"
     if head.status == "admitted":
         # What stands between the agent and the fact: another id's version the
         # pack left out or never considered is named too.
@@ -297,7 +298,7 @@ def _first_ids(matches: Sequence[WhyMatch], limit: int) -> list[WhyMatch]:
     return [m for m in matches if m.id in kept]
 
 
-def _words_elsewhere(head: WhyMatch, matches: Sequence[WhyMatch]) -> str:
+def _words_elsewhere(head: WhyMatch, matches: Sequence[WhyMatch], unit: str) -> str:
     """For a lead version whose own text lacks the words asked: the version of
     the same id that holds them, and what kept that one out."""
     holder = next(m for m in matches if m.id == head.id and m.matched)
@@ -305,7 +306,7 @@ def _words_elsewhere(head: WhyMatch, matches: Sequence[WhyMatch]) -> str:
     reason = holder.reason or ""
     return (
         f"The words asked are in its version {holder.source_version}, {how} by "
-        f"{reason}: {reason_words(reason, dict(holder.detail or {}))}."
+        f"{reason}: {reason_words(reason, dict(holder.detail or {}), unit)}."
     )
 
 
@@ -325,14 +326,15 @@ def sentence(m: WhyMatch, pack: PackView) -> str:
     hint = f"; to admit it: {describe_hint(m.hint)}" if m.hint and m.hint["steps"] else ""
     if m.status == "evicted":
         reason = m.reason or ""
-        return f"{name} was left out of {where} by {reason}: {reason_words(reason, detail)}{hint}."
+        words = reason_words(reason, detail, budget_unit(pack.scope))
+        return f"{name} was left out of {where} by {reason}: {words}{hint}."
     if m.reason == NOT_RETRIEVED:
         return f"{name} was not a candidate of {where}: {_retrieval_words(detail)}{hint}."
     if m.reason in GATE_REASONS:
         reason = m.reason or ""
         return (
             f"{name} was not a candidate of {where}: kept out by {reason}: "
-            f"{reason_words(reason, detail)}{hint}."
+            f"{reason_words(reason, detail, budget_unit(pack.scope))}{hint}."
         )
     if m.reason == INGESTED_LATER:
         return (

@@ -51,7 +51,7 @@ def render_diff(
             (p["used"], "k-used", f"pack {p['pack']}: used {p['used']}"),
             (free, "k-free", f"pack {p['pack']}: remaining {free}"),
         ]
-        label = f"Pack {p['pack']}: {p['used']} of {p['budget']} tokens used"
+        label = f"Pack {p['pack']}: {p['used']} of {p['budget']} {p['unit']} used"
         bars.append(stacked_bar(parts, scale, label))
     return render(
         "diff.html",

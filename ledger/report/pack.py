@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from ledger.core.reasons import BUDGET, REASONS, SECTIONS, describe_hint, short_detail
+from ledger.core.transcript import counted_by
 from ledger.report.charts import stacked_bar
 from ledger.report.page import render
 
@@ -86,6 +87,8 @@ def render_pack(
     budget, used = data["budget"], data["used"]
     # The page's context, filled in as its parts are worked out.
     page: dict[str, Any] = {"pack": data, "head": ledger_head, "note": hint_note}
+    unit = data["unit"]  # bytes in a transcript pack
+    page["counted_by"] = counted_by(data["scope"], data["counter"])
 
     by_section: Counter[str] = Counter()
     count_section: Counter[str] = Counter()
@@ -95,15 +98,15 @@ def render_pack(
     sections = _in_order(set(by_section), SECTIONS)
     free = max(budget - used, 0)
     scale = max(budget, used, 1)
-    rest = (free, "k-free", f"remaining: {free} tokens")
+    rest = (free, "k-free", f"remaining: {free} {unit}")
     page["section_bar"] = stacked_bar(
         [
-            (by_section[s], _kind(s), f"{s}: {by_section[s]} tokens, {count_section[s]} chunks")
+            (by_section[s], _kind(s), f"{s}: {by_section[s]} {unit}, {count_section[s]} chunks")
             for s in sections
         ]
         + [rest],
         scale,
-        f"Budget {budget} tokens by section",
+        f"Budget {budget} {unit} by section",
     )
     page["legend"] = [(_kind(s), f"{s} {by_section[s]}") for s in sections]
     page["legend"].append(("k-free", f"remaining {free}"))
@@ -112,13 +115,13 @@ def render_pack(
             (
                 a["tokens"],
                 _kind(a["section"]),
-                f"{a['id']} @ {a['source_version']}: {a['tokens']} tokens ({a['section']})",
+                f"{a['id']} @ {a['source_version']}: {a['tokens']} {unit} ({a['section']})",
             )
             for a in admitted
         ]
         + [rest],
         scale,
-        f"Budget {budget} tokens by admitted chunk",
+        f"Budget {budget} {unit} by admitted chunk",
     )
     page["section_rows"] = [
         (s, count_section[s], by_section[s], _pct(by_section[s], budget), False) for s in sections
@@ -191,7 +194,7 @@ def render_pack(
         ("allowed trust", ", ".join(policy.get("allowed_trust") or []) or "none", False),
         ("policy budget", policy.get("budget"), False),
         ("budget", budget, False),
-        ("token counter", data["counter"], False),
+        ("counter", data["counter"], False),
         ("selector", data["selector_version"], False),
     ]
     if "scope" in data:

@@ -29,6 +29,7 @@ from ledger.core.reasons import (
     detail_of_row,
 )
 from ledger.core.records import printable
+from ledger.core.transcript import budget_unit, counted_by
 from ledger.store.engine import fetch_tuples
 from ledger.store.readers import erased_by_digest
 from ledger.store.schema import decisions, packs, retractions, versions
@@ -323,6 +324,7 @@ def _pack_json(conn: Connection, pack_no: int) -> dict[str, Any]:
         "policy": snapshot_of(head.policy, "policy", head.pack_no),
         "counter": head.counter,
         "scope": head.scope,
+        "unit": budget_unit(head.scope),  # of budget, used, remaining and every item's tokens
         "selector_version": head.selector_version,
         "candidates": head.candidate_count,
         "budget": head.budget,
@@ -439,7 +441,8 @@ def export_markdown(conn: Connection, pack_no: int, with_content: bool) -> str:
         f"# Context pack {data['pack']}",
         "",
         f"As of {data['as_of']} for subject `{data['subject']}`: {data['used']} of "
-        f"{data['budget']} tokens ({data['counter']}). Pack digest `{data['pack_digest']}`.",
+        f"{data['budget']} {data['unit']} ({counted_by(data['scope'], data['counter'])}). "
+        f"Pack digest `{data['pack_digest']}`.",
     ]
     for section in SECTIONS:
         items = [i for i in data["admitted"] if i["section"] == section]

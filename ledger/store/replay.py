@@ -15,6 +15,7 @@ from ledger.core.context import thaw
 from ledger.core.errors import LedgerError
 from ledger.core.reasons import ADMITTED, REASON_NAMES
 from ledger.core.results import ReplayResult
+from ledger.core.transcript import budget_unit
 from ledger.store.build import decide
 from ledger.store.candidates import candidates_for
 from ledger.store.inputs import inputs_of
@@ -165,7 +166,8 @@ def _figures_difference(head: Any, rows: list[Any], candidates: list[Any], ctx: 
         return "the admitted output order differs"
     if head.used != ctx.admitted_tokens():
         return (
-            f"the pack records used {head.used}, the rebuild admits {ctx.admitted_tokens()} tokens"
+            f"the pack records used {head.used}, the rebuild admits {ctx.admitted_tokens()} "
+            f"{budget_unit(head.scope)}"
         )
     if head.candidate_count != len(candidates):
         return (

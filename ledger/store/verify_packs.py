@@ -20,6 +20,7 @@ from ledger.core.canonical import canonical_json, trusted_json
 from ledger.core.digests import eviction_entries, eviction_head, safe_ints
 from ledger.core.errors import IntegrityError
 from ledger.core.reasons import ADMITTED, REASON_CODES, REF, RETRACTED, TABLE, Reason
+from ledger.core.transcript import budget_unit
 from ledger.store.engine import fetch_tuples, row_type
 from ledger.store.inputs import inputs_of
 from ledger.store.packs import bad_pack_types, detail_of
@@ -259,7 +260,8 @@ def _figures_problem(
         return "admitted positions are not 0..n-1"
     used = sum(r[_TOKENS] for r in admitted)
     if used != head.used:
-        return f"admitted tokens add up to {used}, the pack records used {head.used}"
+        unit = budget_unit(head.scope)
+        return f"admitted {unit} add up to {used}, the pack records used {head.used}"
     if used > head.budget:
         return f"used {used} exceeds the budget {head.budget}"
     tokens = [row[_TOKENS] for row in found]

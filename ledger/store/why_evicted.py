@@ -14,7 +14,7 @@ from sqlalchemy import Connection, select
 from ledger.core.hints import HintPool, recorded_hint
 from ledger.core.reasons import ADMITTED, BUDGET, REASON, RETRACTED
 from ledger.core.select import Candidate
-from ledger.core.transcript import FRAMING_BYTES
+from ledger.core.transcript import FRAMING_BYTES, budget_unit
 from ledger.store.candidates import candidates_for
 from ledger.store.hints import recorded_eviction
 from ledger.store.inputs import DOCUMENTS, TRANSCRIPT_SCOPE, inputs_of
@@ -123,6 +123,7 @@ def _decisions_of(ctx: _Context, vid: int) -> list[Any]:
             p.as_of,
             p.subject,
             p.budget,
+            p.scope,
         )
         .select_from(decisions.join(packs, p.pack_no == d.pack_no))
         .where(d.vid == vid)
@@ -183,6 +184,7 @@ def _decision_item(
         "detail": detail,
         "tokens": d.tokens,
         "budget": d.budget,
+        "unit": budget_unit(d.scope),  # of tokens and budget: bytes in a transcript pack
     }
     if retraction is not None:  # who withdrew it, and why: the retract entry's record
         item["retraction"] = {"entry": d.remaining, "from": retraction[0], "reason": retraction[1]}

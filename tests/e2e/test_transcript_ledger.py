@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,28 @@ def test_ledger_selection_equals_export_and_why_evicted_explains(
     assert hint["admits"] is True and hint["steps"][0]["kind"] == "budget"
     plain = run_ledger("why-evicted", "chat-" + gone, db=db_url, check=True).stdout
     assert plain.splitlines()[0].startswith(f"chat-{gone}@") and "budget" in plain.splitlines()[0]
+
+    # A transcript pack's counts are bytes, and every text says so (never "tokens").
+    assert decision["unit"] == "bytes" and pack["unit"] == "bytes"
+    needed, left = decision["detail"]["needed"], decision["detail"]["remaining"]
+    assert f"it needed {needed} bytes but only {left} remained" in plain.splitlines()[0]
+    texts = {
+        "why-evicted": plain,
+        "show": run_ledger("show", str(pack["pack"]), db=db_url, check=True).stdout,
+        "why": run_ledger("why", "exchange", "--pack", str(pack["pack"]), db=db_url).stdout,
+        "export": run_ledger(
+            "export", str(pack["pack"]), "--format", "markdown", db=db_url, check=True
+        ).stdout,
+    }
+    report = tmp_path / "report.html"
+    run_ledger("report", str(pack["pack"]), "-o", str(report), db=db_url, check=True)
+    page = report.read_text(encoding="utf-8")
+    page = re.sub(r"<script.*?</script>|<style.*?</style>", "", page, flags=re.S)
+    texts["report"] = re.sub(r"<[^>]*>", " ", page)  # the words a reader sees
+    for name, text in texts.items():
+        assert "bytes" in text, name
+        assert "tokens" not in text.replace("estimated_tokens", ""), name
+    assert "UTF-8 bytes of continuation.md" in texts["show"]
 
     # Applying the hint (more bytes for the whole file) really admits it.
     bigger = pack["budget"] + header + hint["steps"][0]["extra"]
