@@ -385,4 +385,5 @@ def never_sentence(text: str, closest: Sequence[str]) -> str:
         if closest
         else " The index knows no similar terms."
     )
-    return f'Nothing in the ledger matches "{text}": it was never ingested.{near}'
+    quoted = text if len(text) > 1 and text[0] == text[-1] == '"' else f'"{text}"'
+    return f"Nothing in the ledger matches {quoted}: it was never ingested.{near}"

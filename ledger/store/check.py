@@ -142,14 +142,18 @@ def _explain(conn: Connection, pack_no: int, miss: Miss) -> Failure:
         )
     item = miss.item
     if item.text is not None:
-        answer = why(conn, item.text, pack_no, limit=1, label=CASE_PACK)
+        # As a phrase: the versions that hold the words as the case gives them.
+        phrase = '"' + item.text.replace('"', " ") + '"'
+        answer = why(conn, phrase, pack_no, limit=1, label=CASE_PACK)
     else:
         answer = why_chunk(conn, str(item.id), pack_no, label=CASE_PACK)
-    lead: Any = answer.matches[0] if answer.matches else None
+    # The version that holds the words (the answer may lead with the version of
+    # its id the pack weighed, when only an older text holds them).
+    lead: Any = next((m for m in answer.matches if m.matched), None)
     return Failure(
         ADMIT,
         item,
-        answer.verdict,
+        answer.verdict if lead is None else lead.status,
         None if lead is None else lead.reason,
         None if lead is None else lead.detail,
         None if lead is None else lead.hint,

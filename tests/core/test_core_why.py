@@ -129,3 +129,10 @@ def test_a_retrieve_step_quotes_the_query_as_a_shell_takes_it() -> None:
     text = describe_step({"kind": "retrieve", "query": '"making `request.text`"', "top": 7})
     assert text == "retrieve with --query '\"making `request.text`\"' --top 7"
     assert shlex.split(text)[3] == '"making `request.text`"'
+
+
+def test_a_phrase_asked_is_quoted_once_in_the_never_ingested_sentence() -> None:
+    a = answer('"brass sextant"', PACK, [], 5)
+    assert a.sentence.startswith('Nothing in the ledger matches "brass sextant": it was never')
+    b = answer("brass sextant", PACK, [], 5)
+    assert b.sentence.startswith('Nothing in the ledger matches "brass sextant": it was never')
