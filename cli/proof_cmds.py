@@ -257,6 +257,12 @@ def proof_verify_command(
     elif why is None:
         if isinstance(proof, ConsistencyProof):
             what = f"the tree of {proof.new_size} entries extends the tree of {proof.old_size}"
+        elif proof.bare:  # an RFC 9162 proof: it proves a leaf hash, nothing about a pack
+            what = (
+                f"leaf hash {proof.leaf_hash.hex()} is leaf {proof.leaf_index} of the tree of "
+                f"{proof.tree_size} entries with root {proof.root.hex()} (a bare proof: no entry "
+                "or pack is claimed)"
+            )
         else:
             subject = (
                 f"pack {proof.pack} (entry {proof.entry})" if proof.pack else f"entry {proof.entry}"

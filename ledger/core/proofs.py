@@ -134,10 +134,14 @@ class _Proof:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InclusionProof(_Proof):
-    """A pack's entry is leaf `leaf_index` of the tree of `tree_size` with `root`."""
+    """Leaf `leaf_index` (entry `leaf_index + 1`) is in the tree of `tree_size`
+    with `root`. A bare RFC 9162 proof claims no entry and no pack; the ledger's
+    own proofs claim the entry (bound by `entry_fields` and `entry_hash`) and a
+    pack (bound by `pack_payload`): a claim is never without its binding."""
 
     pack: int | None
-    entry: int
+    entry: int | None
+    leaf_index: int
     tree_size: int
     leaf_hash: bytes
     root: bytes
@@ -149,8 +153,9 @@ class InclusionProof(_Proof):
     _SET = ("origin", "entry_hash", "entry_fields", "pack_payload")
 
     @property
-    def leaf_index(self) -> int:
-        return self.entry - 1
+    def bare(self) -> bool:
+        """Whether the proof claims only that a leaf hash is in a tree."""
+        return self.entry is None
 
     def verify(self) -> None:
         """Raise IntegrityError unless the path leads from the leaf to the root and,
@@ -184,23 +189,32 @@ class InclusionProof(_Proof):
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> InclusionProof:
-        """Parse an inclusion proof document; InputError names what is malformed."""
-        _keys(doc, {"entry", "leaf_index", "tree_size", "leaf_hash", "root", "path"}, "proof")
-        entry = _count(doc["entry"], "entry", 1)
+        """Parse an inclusion proof document; InputError names what is malformed,
+        a claim without its binding included (docs/reference/proofs.md)."""
+        _keys(doc, {"leaf_index", "tree_size", "leaf_hash", "root", "path"}, "proof")
         index = _count(doc["leaf_index"], "leaf_index")
-        if index != entry - 1:
-            raise InputError("leaf_index must be entry - 1 (leaf i is entry i + 1)")
-        pack = doc.get("pack")
+        entry, pack = doc.get("entry"), doc.get("pack")
+        ehash, fields, payload = (
+            doc.get(k) for k in ("entry_hash", "entry_fields", "pack_payload")
+        )
+        if entry is None:
+            if pack is not None or fields is not None or payload is not None:
+                raise InputError(
+                    "the proof claims a pack or entry fields without naming its entry: "
+                    "give entry, or drop pack, entry_fields and pack_payload for a bare proof"
+                )
+        else:
+            entry = _count(entry, "entry", 1)
+            if index != entry - 1:
+                raise InputError("leaf_index must be entry - 1 (leaf i is entry i + 1)")
+            _require_binding(doc, entry, pack)
         if pack is not None:
             pack = _count(pack, "pack", 1)
         origin = cls._origin(doc)
-        ehash = doc.get("entry_hash")
         if ehash is not None:
             _hex(ehash, "entry_hash")
-        fields = doc.get("entry_fields")
         if fields is not None:
             _object(fields, "entry_fields", _ENTRY_FIELDS)
-        payload = doc.get("pack_payload")
         if payload is not None:
             _object(payload, "pack_payload", _PACK_PAYLOAD)
             trace = payload.get("trace")
@@ -214,6 +228,7 @@ class InclusionProof(_Proof):
         return cls(
             pack=pack,
             entry=entry,
+            leaf_index=index,
             tree_size=_count(doc["tree_size"], "tree_size", 1),
             leaf_hash=_hex(doc["leaf_hash"], "leaf_hash"),
             root=_hex(doc["root"], "root"),
@@ -222,6 +237,22 @@ class InclusionProof(_Proof):
             entry_hash=ehash,
             entry_fields=fields,
             pack_payload=payload,
+        )
+
+
+def _require_binding(doc: Mapping[str, Any], entry: int, pack: object) -> None:
+    """A claimed entry needs its hashed fields and hash; a claimed pack its payload."""
+    missing = [k for k in ("entry_fields", "entry_hash") if doc.get(k) is None]
+    if missing:
+        raise InputError(
+            f"the proof claims entry {entry} without {' and '.join(missing)}, which bind the "
+            "leaf to it: make the proof again with `ledger prove`, or drop entry and pack "
+            "for a bare RFC 9162 proof"
+        )
+    if pack is not None and doc.get("pack_payload") is None:
+        raise InputError(
+            f"the proof claims pack {pack!r} without pack_payload, which binds the entry to "
+            "it: make the proof again with `ledger prove`, or drop pack"
         )
 
 

@@ -136,6 +136,7 @@ def prove_entry(conn: Connection, seq: int, size: int) -> InclusionProof:
     return InclusionProof(
         pack=None,
         entry=seq,
+        leaf_index=seq - 1,
         tree_size=size,
         leaf_hash=nodes[(0, seq - 1)],
         root=merkle.range_hash(0, size, nodes),

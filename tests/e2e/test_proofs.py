@@ -272,6 +272,32 @@ def test_prove_every_pack_and_verify_offline(
     assert proof_verify(tmp_path, older, "--checkpoint", str(base["cp9"])) == 0
 
 
+def test_a_claim_without_its_binding_is_malformed_and_a_bare_proof_says_only_what_it_proves(
+    base: dict[str, Any], tmp_path: Path
+) -> None:
+    doc = cli_json("prove", "1", db=base["db"])
+    # Stripped of what binds the leaf to its entry and pack, yet claiming pack 77.
+    stripped = {
+        k: v for k, v in doc.items() if k not in ("pack_payload", "entry_fields", "entry_hash")
+    }
+    for claim in ({**stripped, "pack": 77}, stripped, {**doc, "pack": 77, "pack_payload": None}):
+        f = tmp_path / "claim.json"
+        f.write_text(json.dumps({k: v for k, v in claim.items() if v is not None}))
+        proc = run_ledger("proof", "verify", str(f))
+        assert proc.returncode == 1, proc.stdout
+        assert proc.stdout == "" and "without" in proc.stderr and "ok" not in proc.stderr
+    # A pack claimed with another pack's payload is not that pack's proof either.
+    assert proof_verify(tmp_path, {**doc, "pack": 2}) == 4
+    # Bare RFC 9162: leaf_index, tree_size, leaf_hash, root, path; no entry, no pack.
+    bare = {k: doc[k] for k in ("leaf_index", "tree_size", "leaf_hash", "root", "path")}
+    f = tmp_path / "bare.json"
+    f.write_text(json.dumps(bare))
+    proc = run_ledger("proof", "verify", str(f), check=True)
+    assert proc.stdout.startswith(f"ok: leaf hash {doc['leaf_hash']} is leaf {doc['leaf_index']}")
+    assert "pack" not in proc.stdout.replace("no entry or pack is claimed", "")
+    assert proof_verify(tmp_path, {**bare, "leaf_index": doc["leaf_index"] + 1}) == 4
+
+
 def _flip_hex(value: str, bit: int) -> str:
     raw = bytearray(bytes.fromhex(value))
     raw[bit // 8] ^= 1 << (bit % 8)
