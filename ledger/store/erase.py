@@ -6,8 +6,9 @@ which is metadata, is indexed again alone), and, on SQLite, the index merged so
 that no segment keeps the body's words. SQLite overwrites the freed bytes
 (`secure_delete` for the transaction) and a `wal_checkpoint(TRUNCATE)` after the
 commit moves the rewritten pages into the file and empties the WAL; PostgreSQL
-vacuums the tables after the commit. A SIGKILL before the commit leaves nothing
-of the erase; after it, everything.
+vacuums and re-analyzes the tables after the commit (the planner statistics held
+sampled bodies). A SIGKILL before the commit leaves nothing of the erase; after
+it, everything.
 
 Token counts under every counter are cached before a body goes, so builds and
 replays with `--counter` still cost an erased version; replay says where it used
@@ -261,12 +262,15 @@ def _scrub(engine: Engine) -> dict[str, Any]:
         finally:
             raw.close()
         return {"method": method, "complete": bool(busy == 0 and log == done)}
-    method = "postgresql VACUUM"
+    # VACUUM ANALYZE: the freed tuples, and the planner statistics (pg_stats:
+    # most common values, histograms, lexemes) sampled by autovacuum while the
+    # bodies were there, recomputed without them.
+    method = "postgresql VACUUM ANALYZE"
     try:
         with engine.connect() as conn:
             auto = conn.execution_options(isolation_level="AUTOCOMMIT")
             for table in ("chunk_versions", "search_index"):
-                auto.exec_driver_sql(f"VACUUM {table}")
+                auto.exec_driver_sql(f"VACUUM ANALYZE {table}")
     except DBAPIError as exc:
         return {"method": method, "complete": False, "error": " ".join(str(exc.orig).split())}
     return {"method": method, "complete": True}

@@ -446,3 +446,41 @@ def test_a_reader_holding_a_snapshot_delays_the_scrub_and_a_rerun_finishes_it(
     again = _ok("erase", "secret", "short", "--reason", "r", "--json", db=db)
     assert again["entry"] is None and again["scrubbed"]["complete"] is True
     assert marker.encode() not in _raw_bytes(db)
+
+
+def test_postgresql_statistics_hold_no_erased_body(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Autovacuum's ANALYZE copies common values, histogram bounds and lexemes of
+    the content into pg_stats, readable by any user of the database: an erase
+    must leave none of the marker there (issue 38, item 2)."""
+    request.getfixturevalue("pg_server")
+    db = dbtools.new_ledger(tmp_path / "db", "postgresql")
+    marker = _marker()
+    body = f"Home address {marker} street"
+    records = [
+        chunk(id=f"copy-{i:02d}", content=body, dedupe_key=f"copy-{i:02d}") for i in range(40)
+    ]
+    records.append(chunk(id="keeper", content="Refunds within 30 days.", dedupe_key="keeper"))
+    _ok("ingest", str(write_jsonl(tmp_path / "r.jsonl", records)), db=db)
+
+    def statistics() -> str:
+        with dbtools.connect(db) as con:
+            con.execute("ANALYZE")  # what autovacuum does on its own schedule
+            rows = con.execute(
+                "SELECT tablename, attname, most_common_vals::text, histogram_bounds::text, "
+                "most_common_elems::text FROM pg_stats WHERE schemaname = current_schema()"
+            ).fetchall()
+            ext = con.execute("SELECT * FROM pg_stats_ext").fetchall()
+        return repr(rows) + repr(ext)
+
+    assert marker in statistics()  # the statistics did hold the body
+    _ok("erase", *[f"copy-{i:02d}" for i in range(40)], "--reason", "erasure request", db=db)
+    with dbtools.connect(db) as con:  # the statistics as the erase left them
+        rows = con.execute(
+            "SELECT most_common_vals::text, histogram_bounds::text, most_common_elems::text "
+            "FROM pg_stats WHERE schemaname = current_schema()"
+        ).fetchall()
+    assert marker not in repr(rows)
+    assert marker not in statistics()
+    dbtools.drop(db)
