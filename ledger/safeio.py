@@ -22,6 +22,7 @@ The rules (transcript annotate/export follow them):
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -65,16 +66,25 @@ class UnreadableInputError(InputError):
         return (type(self), (str(self), self.problem))
 
 
-def open_regular(path: str | Path, what: str) -> BinaryIO:
+# The largest whole file the ledger reads into memory by default (candidates
+# files, proofs, sidecars, fixtures, tests files, keys); documents have their own
+# cap in the rules file (`max_file_bytes`).
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+
+
+def open_regular(path: str | Path, what: str, *, follow: bool = True) -> BinaryIO:
     """Open `path` for reading if it is a regular file; else one line
     (`UnreadableInputError`). The one way the ledger opens an input file.
 
     Opened without blocking, so a named pipe with no writer is refused at once
     instead of hanging, and a device (/dev/zero) is refused before any byte is
-    read. `what` names the file in messages ("chunk file", "transcript file").
+    read; what is checked is the opened descriptor, so nothing can be swapped in
+    between. With `follow=False` a symbolic link is refused by the open itself
+    (`O_NOFOLLOW`). `what` names the file in messages ("chunk file").
     """
+    flags = os.O_RDONLY | _NONBLOCK | _CLOEXEC | (0 if follow else _NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise UnreadableInputError(f"{path}: no such {what}", "missing") from None
     except IsADirectoryError:
@@ -82,6 +92,11 @@ def open_regular(path: str | Path, what: str) -> BinaryIO:
             f"{path}: is a directory; name the {what}", "directory"
         ) from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise UnreadableInputError(
+                f"{path}: the {what} is a symbolic link; links are refused (name the file itself)",
+                "link",
+            ) from None
         raise UnreadableInputError(
             f"{path}: cannot read the {what} ({exc.strerror or exc})", "unreadable"
         ) from None
@@ -102,15 +117,36 @@ def open_regular(path: str | Path, what: str) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def read_input(path: str | Path, *, what: str) -> bytes:
-    """A whole input file as bytes, opened by `open_regular`."""
-    with open_regular(path, what) as handle:
-        try:
-            return handle.read()
-        except OSError as exc:
-            raise UnreadableInputError(
-                f"{path}: cannot read the {what} ({exc.strerror or exc})", "unreadable"
-            ) from None
+def read_input(
+    path: str | Path,
+    *,
+    what: str,
+    limit: int = MAX_INPUT_BYTES,
+    follow: bool = True,
+    raise_it: str = "",
+) -> bytes:
+    """A whole input file as bytes, opened by `open_regular` and read up to
+    `limit` bytes: a longer file is refused by name, before more is read
+    (`raise_it` says how to allow a larger one, where that can be set)."""
+    with open_regular(path, what, follow=follow) as handle:
+        return read_bounded(handle, path, what, limit, raise_it)
+
+
+def read_bounded(handle: BinaryIO, path: str | Path, what: str, limit: int, raise_it: str) -> bytes:
+    """At most `limit` bytes of an open file, or one line naming the cap."""
+    try:
+        data = handle.read(limit + 1)
+    except OSError as exc:
+        raise UnreadableInputError(
+            f"{path}: cannot read the {what} ({exc.strerror or exc})", "unreadable"
+        ) from None
+    if len(data) > limit:
+        how = f"; {raise_it}" if raise_it else ""
+        raise UnreadableInputError(
+            f"{path}: the {what} is over {limit:,} bytes, the most the ledger reads{how}",
+            "too-large",
+        )
+    return data
 
 
 def check_directory(path: Path) -> bool:

@@ -46,6 +46,7 @@ from ledger.core.records import (
 SOURCE_KEYS = (
     "counter",
     "effective_from",
+    "max_file_bytes",
     "max_tokens",
     "name",
     "snapshot",
@@ -70,6 +71,10 @@ DEDUPE_POLICIES = ("content", "id")
 # A source name leaves room in the 64-character id for the path and heading slugs.
 MAX_SOURCE_NAME = 24
 DEFAULT_MAX_TOKENS = 800
+# A document file is read whole: the largest one a run reads, and the ceiling of
+# what `max_file_bytes` may allow.
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FILE_BYTES = 1024 * 1024 * 1024
 # URI template placeholders: the run's version, the file's path (relative to its PATH)
 # and that path without its extension (`cli.md` -> `cli`, for a published page's URL).
 _PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
@@ -87,6 +92,7 @@ class Source:
     counter: str
     max_tokens: int
     snapshot: bool
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 
     def render_uri(self, version: str, path: str) -> str:
         """The chunk's `source_uri`: the template with `{version}`, `{path}` and
@@ -267,7 +273,15 @@ def _parse_source(table: Any, where: str) -> Source:
         MAX_TOKENS,
     )
     snapshot = _boolean(table.get("snapshot", False), f"{at}.snapshot")
-    return Source(name, uri, version, effective, counter, max_tokens, snapshot)
+    max_file_bytes = _field(
+        f"{at}.max_file_bytes",
+        integer,
+        table.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
+        "max_file_bytes",
+        1,
+        MAX_FILE_BYTES,
+    )
+    return Source(name, uri, version, effective, counter, max_tokens, snapshot, max_file_bytes)
 
 
 def _parse_rule(table: Any, index: int, where: str) -> Rule:

@@ -37,6 +37,7 @@ from ledger.ingest.documents import (
 )
 from ledger.ingest.gitinfo import GitCommit, folder_commit
 from ledger.ingest.readers.base import Work
+from ledger.safeio import UnreadableInputError, read_input
 from ledger.tokens import text_counter
 
 Progress = Callable[[int, int], None]  # (files done, chunks done)
@@ -103,16 +104,16 @@ class DocumentRun:
 
 def read_rules_file(path: str) -> Rules:
     """The rules file at `path`, validated (refused before any document is read)."""
-    if os.path.islink(path):
-        raise InputError(f"{path}: the rules file is a symbolic link; pass the file itself")
-    if not os.path.isfile(path):
-        raise InputError(f"rules: {path}: no such file", param="rules")
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+        data = read_input(path, what="rules file", follow=False, limit=_RULES_BYTES)
+    except UnreadableInputError as exc:
+        if exc.problem == "missing":
+            raise InputError(f"rules: {path}: no such file", param="rules") from None
+        raise
     return parse_rules(data, path)
+
+
+_RULES_BYTES = 1024 * 1024  # a rules file is a page of TOML
 
 
 def _meta_digest(rules: Rules, rule: Rule) -> str:
@@ -213,7 +214,7 @@ def plan_run(
     files: list[RunFile] = []
     metas = {rule.index: _meta_digest(rules, rule) for rule in rules.rules}
     for f, rule in planned:
-        data, _st = read_file_bytes(f)
+        data, _st = read_file_bytes(f, rules.source.max_file_bytes)
         files.append(RunFile(f, rule, data, hashlib.sha256(data).hexdigest(), metas[rule.index]))
     source = rules.source
     needs_git = (source_version is None and source.version == "git") or (

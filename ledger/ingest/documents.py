@@ -28,6 +28,7 @@ from ledger.ingest.readers.pdf import read_pdf
 from ledger.ingest.readers.rst import read_rst
 from ledger.ingest.readers.text import read_text
 from ledger.ingest.source import lstat_named
+from ledger.safeio import UnreadableInputError, open_regular, read_bounded
 
 MARKDOWN_EXTENSIONS = (".md", ".markdown")
 RST_EXTENSIONS = (".rst",)
@@ -421,18 +422,21 @@ def _walk_folder(root: str) -> Iterator[DocFile]:
     yield from visit(root, "")
 
 
-def read_file_bytes(f: DocFile) -> tuple[bytes, os.stat_result]:
-    """The bytes of a file that must still be there, and its stat, or InputError by name."""
+def read_file_bytes(f: DocFile, limit: int) -> tuple[bytes, os.stat_result]:
+    """The bytes of a file that must still be there, and its stat, or InputError by
+    name. Opened once, without following a link (a file swapped for a link after
+    the walk is refused, never read through), checked on the opened descriptor,
+    and read up to `limit` bytes (the rules' `max_file_bytes`)."""
     try:
-        with open(f.full, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise InputError(f"{f.full}: is no longer a regular file")
-            return handle.read(), st
-    except FileNotFoundError:
-        raise InputError(
-            f"{f.full}: vanished during the run (it was listed, then could not be opened); "
-            "run again when the folder is settled"
-        ) from None
-    except OSError as exc:
-        raise InputError(f"{f.full}: cannot read ({exc.strerror})") from None
+        handle = open_regular(f.full, "document", follow=False)
+    except UnreadableInputError as exc:
+        if exc.problem == "missing":
+            raise InputError(
+                f"{f.full}: vanished during the run (it was listed, then could not be opened); "
+                "run again when the folder is settled"
+            ) from None
+        raise
+    with handle:
+        st = os.fstat(handle.fileno())
+        raise_it = "raise [source] max_file_bytes in the rules file to read it"
+        return read_bounded(handle, f.full, "document", limit, raise_it), st

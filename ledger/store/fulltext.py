@@ -469,13 +469,10 @@ def retrieve_file(conn: Connection, path: str, mark: int) -> RetrievalRecord:
     An id (or id and version) that is not a document chunk in the ledger at
     `mark` refuses the build, naming its line.
     """
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise InputError(
-            f"candidates {path}: cannot read ({exc.strerror})", param="candidates"
-        ) from None
+    from ledger.safeio import read_input
+
+    # Bounded and checked like every input: a FIFO or /dev/zero is refused at once.
+    data = read_input(path, what="candidates file")
     return retrieve_data(conn, data, path, mark)
 
 

@@ -250,7 +250,44 @@ def test_walk_is_sorted_skips_hidden_and_refuses_links_and_names_vanished_files(
         walk_paths([str(root / "link.md")])
     gone = DocFile(str(root), "gone.md", str(root / "gone.md"))
     with pytest.raises(InputError, match=r"gone\.md: vanished during the run"):
-        read_file_bytes(gone)
+        read_file_bytes(gone, 1000)
+
+
+def test_a_file_swapped_for_a_link_after_the_walk_is_refused_not_read_through(
+    tmp_path: Path,
+) -> None:
+    """Issue 38, item 4: the walk refuses links, then reads by name; a file that
+    becomes a link in between must not be read through it (another file's
+    content, a key, stored as a chunk)."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "page.md").write_text("# Page\n\nPublic text.\n")
+    secret = tmp_path / "private.key"
+    secret.write_text("-----BEGIN PRIVATE KEY-----\n")
+    (f,) = walk_paths([str(root)])  # listed as a regular file
+    (root / "page.md").unlink()
+    os.symlink(secret, root / "page.md")  # swapped for a link before it is read
+    with pytest.raises(InputError, match=r"page\.md: the document is a symbolic link") as exc:
+        read_file_bytes(f, 1000)
+    assert "PRIVATE" not in str(exc.value)
+
+
+def test_a_document_over_the_cap_is_refused_by_name_before_it_is_read_whole(
+    tmp_path: Path,
+) -> None:
+    """Issue 38, item 6: a document file is read up to the rules' max_file_bytes."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    big = root / "big.txt"
+    with open(big, "wb") as handle:  # sparse: 2 GB on paper, nothing on disk
+        handle.truncate(2 * 1024 * 1024 * 1024)
+    (f,) = walk_paths([str(root)])
+    with pytest.raises(InputError, match=r"big\.txt: the document is over 1,000 bytes") as exc:
+        read_file_bytes(f, 1000)
+    assert "max_file_bytes" in str(exc.value)
+    (root / "small.txt").write_text("x" * 1000)
+    data, _st = read_file_bytes(walk_paths([str(root / "small.txt")])[0], 1000)
+    assert data == b"x" * 1000
 
 
 def test_slugs_anchors_and_content_keys() -> None:
