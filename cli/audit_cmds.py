@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ledger.core.errors import EXIT_INTEGRITY
-from ledger_cli.common import WholeNumber, echo_json, json_option, pass_ledger
+from ledger_cli.common import WholeNumber, echo_json, json_option, pass_ledger, say
 from ledger_cli.main import command
 
 if TYPE_CHECKING:
@@ -49,28 +49,28 @@ def why_evicted_command(
     if as_json:
         echo_json(result)
         return
-    click.echo(why_evicted_sentence(result))
+    say(why_evicted_sentence(result))
     for v in result["versions"]:
-        click.echo("")
-        click.echo(
+        say("")
+        say(
             f"{v['id']}@{v['source_version']}  record {v['record_digest'][:16]}  content "
             f"{v['content_digest'][:16]}  ingested at entry {v['ingested_at_entry']}"
         )
         if not v["decisions"]:
-            click.echo(f"  not considered: {v['not_considered']}")
+            say(f"  not considered: {v['not_considered']}")
         for d in v["decisions"]:
             if d["admitted"]:
-                click.echo(
+                say(
                     f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): admitted, {d['tokens']} "
-                    "tokens"
+                    f"{d['unit']}"
                 )
                 continue
-            click.echo(
+            say(
                 f"  pack {d['pack']} ({d['as_of']}, {d['subject']}): {d['reason']} "
                 f"({short_detail(d['reason'], d['detail'])})"
             )
             if "would_admit" in d:
-                click.echo(f"    would admit it: {describe_hint(d['would_admit'])}")
+                say(f"    would admit it: {describe_hint(d['would_admit'])}")
 
 
 @command("diff")

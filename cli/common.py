@@ -97,6 +97,15 @@ def byte_progress(
         yield bar.update
 
 
+def say(text: str) -> None:
+    """Echo text that holds stored metadata (titles, paths, versions, reasons):
+    each line escaped for the terminal (`printable`), so a control character a
+    changed or older database holds cannot move the cursor or fake a line."""
+    from ledger.core.records import printable
+
+    click.echo("\n".join(printable(line) for line in text.split("\n")))
+
+
 def render_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     """A plain aligned text table; cells escaped for the terminal (`printable`)."""
     from ledger.core.records import printable

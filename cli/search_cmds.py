@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ledger.core.reasons import describe_hint
-from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
+from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger, say
 from ledger_cli.main import Command, command
 
 if TYPE_CHECKING:
@@ -39,12 +39,12 @@ def search_command(
         echo_json(result)
         return
     if not result["results"]:
-        click.echo(f'no chunk version matches "{result["query"]}"')
+        say(f'no chunk version matches "{result["query"]}"')
     for r in result["results"]:
         title = f'  "{r["title"]}"' if r["title"] else ""
-        click.echo(f"{r['score']:>10g}  {r['id']}@{r['source_version']}{title}")
+        say(f"{r['score']:>10g}  {r['id']}@{r['source_version']}{title}")
         if with_content and r.get("snippet"):
-            click.echo(f"            {r['snippet']}")
+            say(f"            {r['snippet']}")
 
 
 class TextCommand(Command):
@@ -121,11 +121,11 @@ def why_command(
     if as_json:
         echo_json(result)
         return
-    click.echo(result["sentence"])
+    say(result["sentence"])
     for m in result["matches"]:
         reason = f" {m['reason']}" if m["reason"] else ""
         gone = f" [body erased by entry {m['erased']['entry']}]" if "erased" in m else ""
         name = f"{m['id']}@{m['source_version']}"
-        click.echo(f"  {m['status']}{reason}: {name} (score {m['score']:g}){gone}")
+        say(f"  {m['status']}{reason}: {name} (score {m['score']:g}){gone}")
         if m["hint"] and m["hint"]["steps"]:  # every match not admitted, its hint
-            click.echo(f"    to admit it: {describe_hint(m['hint'])}")
+            say(f"    to admit it: {describe_hint(m['hint'])}")

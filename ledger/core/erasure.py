@@ -15,21 +15,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.canonical import digest_value
+from ledger.core.records import RecordError, refuse_controls
 
 MAX_REASON = 500
 """Longest erase reason, in characters (as a retraction's)."""
 
 
-def check_reason(reason: str | None) -> str:
-    """The reason an erase records: required, stripped, non-blank, at most 500
-    characters, no NUL. ValueError names what is wrong."""
+def check_reason(reason: str | None, why: str = "say why the bodies are erased") -> str:
+    """The reason an erase, a retraction or a reinstatement records: required,
+    stripped, non-blank, at most 500 characters, and no control character (it is
+    printed on terminals and in reports). ValueError names what is wrong; `why`
+    tells a person what the reason is for."""
     if reason is None:
-        raise ValueError("reason: required; say why the bodies are erased")
+        raise ValueError(f"reason: required; {why}")
     text = reason.strip()
     if not text:
-        raise ValueError("reason: must not be blank; say why the bodies are erased")
-    if len(text) > MAX_REASON or "\x00" in text:
-        raise ValueError(f"reason: at most {MAX_REASON} characters, and no NUL character")
+        raise ValueError(f"reason: must not be blank; {why}")
+    if len(text) > MAX_REASON:
+        raise ValueError(f"reason: at most {MAX_REASON} characters")
+    try:
+        refuse_controls(text, "reason")
+    except RecordError as exc:
+        raise ValueError(f"reason: {exc.rule}; write it on one line of plain text") from None
     return text
 
 

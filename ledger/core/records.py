@@ -180,6 +180,14 @@ def printable(value: object) -> str:
     return _METADATA_CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def one_line(value: str) -> str:
+    """Metadata made of a document's own text (a heading's title): each control,
+    separator or invisible format character becomes a space (nothing else
+    changes, so a title without one is as it was). A file's heading is read, not
+    refused, but never reaches a terminal or a Markdown heading as a control."""
+    return _METADATA_CONTROL.sub(" ", value)
+
+
 def refuse_controls(value: str, name: str) -> str:
     """Refuse a control, separator or invisible format character in metadata text.
 

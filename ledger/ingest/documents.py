@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ledger.core.errors import InputError
+from ledger.core.records import RecordError, one_line, printable, refuse_controls
 from ledger.ingest.readers.base import Block, Section, Work, decode_document, slugify
 from ledger.ingest.readers.html import read_html
 from ledger.ingest.readers.markdown import read_markdown
@@ -263,6 +264,10 @@ def chunk_document(
     chunk and enters its id), `where` how messages name the file. `work`, when
     given, collects what the reader did (its steps, the markup it did not know).
     """
+    try:  # a file name becomes the chunk's `path`, printed and put in headings
+        refuse_controls(relpath, "path")
+    except RecordError as exc:
+        raise InputError(f"{where}: the file's {exc}; rename the file") from None
     kind = document_kind(relpath)
     if kind is None:
         raise InputError(
@@ -276,6 +281,7 @@ def chunk_document(
         title = " > ".join(t for t in section.titles if t) or stem
         if kind == "pdf":
             title = f"{stem} > {section.titles[0]}"
+        title = one_line(title)
         parts = split_section(section, count, max_tokens)
         for part, (blocks, body, tokens, fence_only) in enumerate(parts, start=1):
             chunks.append(
@@ -407,6 +413,7 @@ def _walk_folder(root: str) -> Iterator[DocFile]:
                 continue
             full = os.path.join(folder, entry.name)
             relpath = f"{rel}/{entry.name}" if rel else entry.name
+            _check_name(full, entry.name)
             if entry.is_symlink():
                 raise InputError(
                     f"{full}: is a symbolic link; links are refused (copy the file, or "
@@ -420,6 +427,18 @@ def _walk_folder(root: str) -> Iterator[DocFile]:
                 raise InputError(f"{full}: is not a regular file (device, pipe or socket)")
 
     yield from visit(root, "")
+
+
+def _check_name(full: str, name: str) -> None:
+    """A file or folder name becomes a chunk's `path`, printed on terminals and
+    put in Markdown headings: one with a control character is refused, named
+    with it escaped (the message itself stays one line)."""
+    try:
+        refuse_controls(name, "name")
+    except RecordError as exc:
+        raise InputError(
+            f"{printable(full)}: the file's {exc}; rename the file (or move it out of the folder)"
+        ) from None
 
 
 def read_file_bytes(f: DocFile, limit: int) -> tuple[bytes, os.stat_result]:

@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
 
 from ledger.core.canonical import content_digest, digest_value
+from ledger.core.erasure import check_reason
 from ledger.core.errors import InputError, NotFoundError, RefusedError
 from ledger.core.records import RecordError, check_dedupe_groups, identifier, iso_date
 from ledger.core.results import DocumentIngestSummary, RetractResult
@@ -457,11 +458,10 @@ def _checked_request(
             f"from_date: {from_date!r} must use YYYY-MM-DD", param="from_date"
         ) from None
     if reason is not None:
-        reason = reason.strip()
-        if not reason:
-            raise InputError("reason: must not be blank (leave it out instead)", param="reason")
-        if len(reason) > 500 or "\x00" in reason:
-            raise InputError("reason: at most 500 characters, and no NUL character", param="reason")
+        try:
+            reason = check_reason(reason, "leave it out, or say why")
+        except ValueError as exc:
+            raise InputError(str(exc), param="reason") from None
     return sorted(set(clean)), reason
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from ledger.core.transcript import budget_unit
 from ledger.store.chain import read_head
 from ledger.store.diff import diff
 from ledger.store.packs import decision_rows, list_packs, pack_header, pack_json
@@ -138,6 +139,7 @@ def diff_report_data(conn: Connection, a: int, b: int) -> dict[str, Any]:
                 "ledger_mark": h.ledger_mark,
                 "pack_digest": h.pack_digest,
                 "input_digest": h.input_digest,
+                "unit": budget_unit(h.scope),
                 **{k: result[k][side] for k in ("as_of", "subject", "budget", "used")},
             }
         )
