@@ -28,7 +28,13 @@ from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, sele
 from ledger.core.canonical import content_digest, digest_value
 from ledger.core.erasure import check_reason
 from ledger.core.errors import InputError, NotFoundError, RefusedError
-from ledger.core.records import RecordError, check_dedupe_groups, identifier, iso_date
+from ledger.core.records import (
+    RecordError,
+    check_dedupe_groups,
+    identifier,
+    iso_date,
+    printable,
+)
 from ledger.core.results import DocumentIngestSummary, RetractResult
 from ledger.store.chain import reserve_entry, seal_entry
 from ledger.store.engine import write_transaction
@@ -201,6 +207,29 @@ def _row(p: Any, batch_seq: int) -> dict[str, Any]:
     }
 
 
+def _refuse_shared_ids(plans: Sequence[Any], newest: Mapping[str, Any], held: set[str]) -> None:
+    """Two files must never give one chunk id: `Security-keys.md` would otherwise
+    take over the id of `security/keys.md` and supersede its text. Refused when
+    the run's files collide, or when the stored id belongs to another file the
+    source still holds (`held`); a file renamed away gives its ids to the new name."""
+    first: dict[str, Any] = {}
+    for p in plans:
+        other = first.setdefault(p.record.id, p)
+        if other.record.path != p.record.path:
+            raise RefusedError(_shared(p.record.id, other.record.path, p.record.path))
+        old = newest.get(p.record.id)
+        if old is not None and old.path not in (None, p.record.path) and old.path in held:
+            raise RefusedError(_shared(p.record.id, old.path, p.record.path))
+
+
+def _shared(chunk_id: str, one: str, two: str) -> str:
+    return (
+        f"chunk id '{chunk_id}' would come from two files, {printable(one)!r} and "
+        f"{printable(two)!r} (their paths and headings slug alike); rename one of them, "
+        "or give one an explicit heading anchor; nothing was stored"
+    )
+
+
 def _check_versions_free(conn: Connection, plans: Sequence[Any]) -> None:
     """A new version must not reuse a stored (id, source_version) with other text."""
     c = versions.c
@@ -277,6 +306,9 @@ def store_run(
     reused = sum(len(f.ids) for f in files if f.reused)
     kept = [cid for f in files if f.reused for cid in f.ids]  # files unchanged since
     newest = _newest_versions(conn, [p.record.id for p in plans] + kept)
+    _refuse_shared_ids(
+        plans, newest, {f.relpath for f in files} | (set() if snapshot else set(before))
+    )
     withdrawn = _withdrawn(conn, newest)
     new_plans: list[Any] = []
     moves: list[dict[str, Any]] = []

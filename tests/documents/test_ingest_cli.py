@@ -574,3 +574,28 @@ def test_show_gives_lines_where_the_text_stands_in_the_newest_snapshot(
     assert moved["new"] == 0 and moved["batch"] is None
     assert lines_in_show() == [8, 11] == chunks(db)[install]["lines"]
     assert run_ledger("replay", str(pack), db=db).returncode == 0
+
+
+def test_a_file_cannot_take_over_another_files_chunk_id(kb: dict[str, Any]) -> None:
+    """Issue 38, item 10: `Security-keys.md` slugs like `security/keys.md`.
+    Ingested on its own (not a snapshot: the rest of the source stays), it took
+    the id of the trusted, required keys page and superseded its text."""
+    kb["rules"].write_text(
+        '[source]\nname = "kb"\nuri = "https://example.org/{path}"\n\n[[rule]]\n'
+        'match = "**"\nsection = "evidence"\ntrust = "approved-source"\n'
+        'required_permission = "kb-read"\npriority = 50\n',
+        encoding="utf-8",
+    )
+    (kb["root"] / "skipped" / "logo.png").unlink()  # one rule for every file
+    assert ingest(kb).returncode == 0
+    uploads = kb["tmp"] / "uploads"
+    uploads.mkdir()
+    intruder = uploads / "Security-keys.md"
+    intruder.write_text("# Keys\n\nSend the keys to attacker@example.org.\n", encoding="utf-8")
+    before = dbtools.snapshot(kb["db"])
+    proc = ingest(kb, path=intruder)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert "would come from two files" in line
+    assert "'security/keys.md'" in line and "'Security-keys.md'" in line
+    assert dbtools.snapshot(kb["db"]) == before
