@@ -87,7 +87,7 @@ def generate_key(name: str, path: Path) -> Signer:
     seed = private.private_bytes_raw()
     text = format_skey(name, seed, signer.public_key) + "\n"
     try:
-        _write_private(path, [text.encode("ascii")])
+        _write_private(path, [text.encode("utf-8")])
     except FileExistsError:
         raise RefusedError(
             f"{path}: already exists; a key file is never overwritten, choose a new name"
@@ -109,7 +109,7 @@ def load_signer(path: Path) -> Signer:
     """Read a private key file written by `ledger keygen` (or Go's note.GenerateKey)."""
     data = read_input(path, what="key file")
     try:
-        text = data.decode("ascii")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a ledger private key file") from None
     return _parse_at(path, signer_from_skey, text)

@@ -199,6 +199,7 @@ MAX_CANDIDATE_LINES = 10_000
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{1,63}")
 # A line of a --candidates file.
 _LINE_KEYS = frozenset({"id", "source_version", "score"})
+_MAX_SCORE = 10**308  # about the largest float
 _LINE_SHAPE = 'an object {"id", "source_version"?, "score"?}'
 
 
@@ -344,6 +345,9 @@ def parse_candidates(data: bytes, where: str) -> list[Ranked]:
         if score is not None:
             if isinstance(score, bool) or not isinstance(score, (int, float)):
                 raise InputError(f"{at}: field 'score': must be a number")
+            if isinstance(score, int) and not -_MAX_SCORE <= score <= _MAX_SCORE:
+                # float() of a 400-digit integer overflows: refused by name.
+                raise InputError(f"{at}: field 'score': must be a number a float can hold")
             score = round_score(float(score))
         sv = None if sv is None else sv.strip()
         if cid in seen and (seen[cid] is None or sv is None or seen[cid] == sv):

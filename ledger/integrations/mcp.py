@@ -37,8 +37,13 @@ and says how many it left out (`displaced_by_omitted`); a reply over
 `max_chars` (default 16000) drops the last items of its longest lists and says
 so in `truncated`. Pass a larger `max_chars` (or 0 for no bound) to see more."""
 
-# A reply's bound in characters: an integer, 0 or more (`true` is not 1).
+# Arguments are read strictly, as the command line and the Python API read
+# them: `true` is not 1, `1.0` is not pack 1, "5" is not a count.
+# A reply's bound in characters: an integer, 0 or more.
 Bound = Annotated[int, Field(strict=True, ge=0)]
+Count = Annotated[int, Field(strict=True)]
+# A pack: its number, or a pack-digest prefix (the API checks which).
+PackRef = Annotated[int, Field(strict=True)] | Annotated[str, Field(strict=True)]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
@@ -61,9 +66,9 @@ def make_server(lg: Ledger) -> MCPServer[Any]:
     @server.tool(annotations=READ_ONLY)
     def why(
         text: str,
-        pack: int | str | None = None,
+        pack: PackRef | None = None,
         subject: str = "default",
-        limit: int = 5,
+        limit: Count = 5,
         max_chars: Bound = MAX_CHARS,
     ) -> dict[str, Any]:
         """Answer "why did the agent (not) know X?" in words. Finds the chunk versions
@@ -77,7 +82,7 @@ def make_server(lg: Ledger) -> MCPServer[Any]:
 
     @server.tool(annotations=READ_ONLY)
     def why_evicted(
-        ref: str, pack: int | str | None = None, max_chars: Bound = MAX_CHARS
+        ref: str, pack: PackRef | None = None, max_chars: Bound = MAX_CHARS
     ) -> dict[str, Any]:
         """For a chunk (REF: id, digest or 8+ hex prefix), every pack that considered
         each of its versions, newest pack first: admitted, or the eviction reason with
@@ -88,7 +93,7 @@ def make_server(lg: Ledger) -> MCPServer[Any]:
 
     @server.tool(annotations=READ_ONLY)
     def search(
-        text: str, as_of: str | None = None, limit: int = 10, max_chars: Bound = MAX_CHARS
+        text: str, as_of: str | None = None, limit: Count = 10, max_chars: Bound = MAX_CHARS
     ) -> dict[str, Any]:
         """Full-text search over every chunk version (BM25, best first): plain words
         match any of them, "quoted phrases" only as written. `as_of` (YYYY-MM-DD)
@@ -98,7 +103,7 @@ def make_server(lg: Ledger) -> MCPServer[Any]:
         return _answer(lambda: lg.search(text, as_of=as_of, limit=limit), max_chars)
 
     @server.tool(annotations=READ_ONLY)
-    def show_pack(pack: int | str, max_chars: Bound = MAX_CHARS) -> dict[str, Any]:
+    def show_pack(pack: PackRef, max_chars: Bound = MAX_CHARS) -> dict[str, Any]:
         """One recorded pack: its request (as_of, subject, budget, grants, policy),
         `admitted` in output order and `evicted` (each with reason and detail), the
         retrieval record of a retrieval build, its OpenTelemetry trace, and its
@@ -107,7 +112,7 @@ def make_server(lg: Ledger) -> MCPServer[Any]:
 
     @server.tool(annotations=READ_ONLY)
     def diff_packs(
-        from_pack: int | str, to_pack: int | str, max_chars: Bound = MAX_CHARS
+        from_pack: PackRef, to_pack: PackRef, max_chars: Bound = MAX_CHARS
     ) -> dict[str, Any]:
         """What changed between two packs, per chunk id: entered, left, changed
         version or changed eviction reason, each with its cause (a new version, a

@@ -167,18 +167,27 @@ def policy_at(conn: Connection, mark: int | None = None) -> Policy | None:
     row = conn.execute(query.order_by(policies.c.entry_seq.desc()).limit(1)).first()
     if row is None:
         return None
+    return _policy_of(row)
+
+
+def _policy_of(row: Any) -> Policy:
+    """A stored policy row, read with its types checked: what only an altered
+    database holds (a budget that is text, a float, a negative number) is one
+    line and exit 4, as `ledger verify` says it, never a crash further on."""
     trust = tuple(_trust_list(row.allowed_trust, row.entry_seq))
+    for name in ("budget", "retain_bodies"):
+        value = getattr(row, name)
+        if value is not None and (type(value) is not int or value < 0):
+            raise IntegrityError(
+                f"the policy of entry {row.entry_seq} has a {name} of {value!r}, not a "
+                "non-negative integer; the database was altered: run `ledger verify`"
+            )
     return Policy(trust, row.budget, row.retain_bodies)
 
 
 def policy_history(conn: Connection) -> list[dict[str, Any]]:
     return [
-        {
-            "entry": r.entry_seq,
-            **Policy(
-                tuple(_trust_list(r.allowed_trust, r.entry_seq)), r.budget, r.retain_bodies
-            ).record_json(),
-        }
+        {"entry": r.entry_seq, **_policy_of(r).record_json()}
         for r in conn.execute(select(policies).order_by(policies.c.entry_seq))
     ]
 

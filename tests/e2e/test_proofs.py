@@ -172,6 +172,20 @@ def test_keygen_writes_an_owner_only_key_and_refuses_to_overwrite(tmp_path: Path
     assert bad.returncode == 1 and not (tmp_path / "x.key").exists()
 
 
+def test_a_key_name_beyond_ascii_signs_and_verifies(base: dict[str, Any], tmp_path: Path) -> None:
+    """Issue 38, item 15: signed-note names are UTF-8; keygen wrote its file as
+    ASCII and gave a UnicodeEncodeError traceback for `café.example/ledger`."""
+    key, vkey = tmp_path / "k.key", tmp_path / "k.vkey"
+    proc = run_ledger("keygen", "café.example/ledger", "-o", str(key))
+    assert proc.returncode == 0, proc.stderr
+    vkey.write_text(proc.stdout)
+    assert proc.stdout.startswith("café.example/ledger+")
+    cp = tmp_path / "cp.txt"
+    run_ledger("checkpoint", "--key", str(key), "-o", str(cp), db=base["db"], check=True)
+    ok = run_ledger("verify", "--checkpoint", str(cp), "--vkey", str(vkey), db=base["db"])
+    assert ok.returncode == 0, ok.stderr
+
+
 def test_checkpoint_verify_exit_codes(base: dict[str, Any], tmp_path: Path) -> None:
     vkey = base["vkey"].read_text().strip()
     ok = run_ledger("checkpoint", "verify", str(base["cp9"]), "--vkey", vkey)

@@ -93,3 +93,15 @@ def test_bound_keeps_small_replies_and_cuts_nested_lists() -> None:
     assert cut["items"][0] == {"id": 0, "refs": list(range(10)), "refs_omitted": 15}
     assert cut["truncated"]["omitted"]["items"] == 2000 - len(cut["items"])
     assert json.loads(json.dumps(cut)) == cut
+
+
+def test_arguments_are_read_as_the_command_line_reads_them(
+    lg_empty: ledger.Ledger, db_url: str
+) -> None:
+    """Issue 38, item 18: `true` and `1.0` were taken as pack 1."""
+    crowded(lg_empty)
+    calls = [("show_pack", {"pack": True}), ("show_pack", {"pack": 1.0}),
+             ("why", {"text": "storm", "limit": True}), ("show_pack", {"pack": 1}),
+             ("show_pack", {"pack": "1"})]  # fmt: skip
+    _, results = asyncio.run(session_run(db_url, calls))
+    assert [r.is_error for r in results] == [True, True, True, False, False]

@@ -140,6 +140,7 @@ def test_a_candidates_file_is_taken_in_its_order(db: str, tmp_path: Path) -> Non
         ('{"id": "zeta-best"}\n{"id": "zeta-best"}\n', "already ranked"),
         ('{"id": "zeta-best", "rank": 1}\n', "unknown ['rank']"),
         ('{"id": "zeta-best", "score": "high"}\n', "'score': must be a number"),
+        ('{"id": "zeta-best", "score": ' + "9" * 400 + "}\n", "a number a float can hold"),
         ("not json\n", ":1:"),
     ],
 )
