@@ -60,6 +60,16 @@ def downgrade() -> None:
     n = bind.execute(sa.text("SELECT count(*) FROM retractions")).scalar_one()
     if n:
         raise RuntimeError(f"cannot downgrade below 0007: {n} retractions are recorded")
+    # A document version's title and path are in its record digest: dropping them
+    # would leave versions whose digests no longer verify.
+    d = bind.execute(
+        sa.text("SELECT count(*) FROM chunk_versions WHERE title IS NOT NULL OR path IS NOT NULL")
+    ).scalar_one()
+    if d:
+        raise RuntimeError(
+            f"cannot downgrade below 0007: {d} document versions are recorded, and their "
+            "record digests cover the title and path this would drop; nothing was changed"
+        )
     op.drop_table("document_files")
     with op.batch_alter_table("retractions", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_retractions_chunk_id"))

@@ -273,3 +273,34 @@ def test_every_older_revision_upgrades_with_its_data(db_url: str, tmp_path: Path
         engine.dispose()
     assert older, "no older revision to upgrade from"
     open_engine(db_url).dispose()  # current again: commands accept it
+
+
+def test_a_downgrade_that_would_drop_hashed_document_fields_refuses(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Issue 38, item 11: `alembic downgrade 0006` dropped `title` and `path`,
+    which record digests cover; after upgrading again `verify` exited 4."""
+    import ledger
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    rules = tmp_path / "rules.toml"
+    rules.write_text(
+        '[source]\nname = "kb"\nuri = "https://example.org/{path}"\n\n[[rule]]\nmatch = "**"\n'
+        'section = "evidence"\ntrust = "approved-source"\nrequired_permission = "kb-read"\n'
+        "priority = 50\n",
+        encoding="utf-8",
+    )
+    with ledger.open(db_url) as lg:
+        lg.ingest_paths([str(docs)], rules=str(rules))
+    before = snapshot(db_url)
+    engine = make_engine(db_url)
+    try:
+        with pytest.raises(RuntimeError, match="record digests cover the title and path"):
+            downgrade_to(engine, "0006")
+    finally:
+        engine.dispose()
+    assert snapshot(db_url) == before
+    with ledger.open(db_url) as lg:
+        assert lg.verify().ok
