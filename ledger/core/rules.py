@@ -297,7 +297,7 @@ def _parse_rule(table: Any, index: int, where: str) -> Rule:
     if match.startswith("/") or "\\" in match:
         raise InputError(f"{at}.match is relative to its PATH with / separators, not {match!r}")
     try:
-        _glob_regex(match)  # a malformed [class] is refused here, not at the first file
+        compile_glob(match)  # a malformed [class] is refused here, not at the first file
     except InputError as exc:
         raise InputError(f"{at}.match: {exc}") from None
     at = f'{where}: rule[{index}] (match = "{match}")'
@@ -359,6 +359,8 @@ def parse_rules(data: bytes, where: str) -> Rules:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{where}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib parses nested arrays by recursion
+        raise InputError(f"{where}: not valid TOML (arrays or tables nested too deeply)") from None
     _unknown(doc, TOP_KEYS, f"{where}:")
     _missing(doc, TOP_KEYS, f"{where}:")
     source = _parse_source(doc["source"], where)
@@ -376,43 +378,141 @@ def parse_rules(data: bytes, where: str) -> Rules:
     return Rules(rules, source, where, hashlib.sha256(data).hexdigest())
 
 
+# A glob is matched by walking its parts over the path once, keeping the set of
+# parts reached (an NFA run, no backtracking): time at most (parts x 2) per
+# character of the path, whatever the pattern (eight `**` cost what one does).
+_LIT, _ONE, _CLASS, _STAR, _ANY, _SEGMENTS = "lit", "one", "class", "star", "any", "segments"
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One part of a glob: a literal character, `?`, a `[class]`, `*` (within a
+    segment), `**` (anything) or `**/` (any number of whole segments)."""
+
+    kind: str
+    char: str = ""
+    ranges: tuple[tuple[str, str], ...] = ()
+    negate: bool = False
+
+    def takes(self, c: str) -> bool:
+        """Whether this part consumes `c` and moves on (the repeating parts aside)."""
+        if self.kind == _LIT:
+            return c == self.char
+        if self.kind == _ONE:
+            return c != "/"
+        if self.kind == _CLASS:
+            inside = any(lo <= c <= hi for lo, hi in self.ranges)
+            return c != "/" and inside != self.negate
+        return False
+
+
 @lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob as a regular expression: `**` any number of segments, `*` and `?`
-    within one segment, `[...]` a class; matched against the whole relative path."""
-    out: list[str] = []
+def compile_glob(pattern: str) -> tuple[_Part, ...]:
+    """A glob's parts; InputError names a malformed `[class]`."""
+    parts: list[_Part] = []
     i, n = 0, len(pattern)
     while i < n:
-        ch = pattern[i]
         if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
+            parts.append(_Part(_SEGMENTS))
             i += 3
         elif pattern.startswith("**", i):
-            out.append(".*")
+            parts.append(_Part(_ANY))
             i += 2
-        elif ch == "*":
-            out.append("[^/]*")
+        elif pattern[i] == "*":
+            parts.append(_Part(_STAR))
             i += 1
-        elif ch == "?":
-            out.append("[^/]")
+        elif pattern[i] == "?":
+            parts.append(_Part(_ONE))
             i += 1
-        elif ch == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if end < 0:
-                raise InputError(f"glob {pattern!r} has an unclosed [")
-            body = pattern[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
+        elif pattern[i] == "[":
+            part, i = _class_at(pattern, i)
+            parts.append(part)
         else:
-            out.append(re.escape(ch))
+            parts.append(_Part(_LIT, pattern[i]))
             i += 1
-    return re.compile("".join(out))
+    return tuple(parts)
+
+
+def _class_at(pattern: str, i: int) -> tuple[_Part, int]:
+    """The `[...]` class starting at `i`, and where the pattern goes on."""
+    j = i + 1
+    negate = pattern[j : j + 1] == "!"
+    j += negate
+    end = pattern.find("]", j + 1 if pattern[j : j + 1] == "]" else j)
+    if end < 0:
+        raise InputError(f"glob {pattern!r} has an unclosed [")
+    body = pattern[j:end]
+    if "[:" in body or "[=" in body or "[." in body:
+        raise InputError(
+            f"glob {pattern!r}: POSIX classes such as [:alpha:] are not supported; "
+            "list the characters, e.g. [a-zA-Z]"
+        )
+    ranges: list[tuple[str, str]] = []
+    k = 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k + 1] == "-":
+            lo, hi = body[k], body[k + 2]
+            if lo > hi:
+                raise InputError(f"glob {pattern!r}: the range {lo}-{hi} is empty; write {hi}-{lo}")
+            ranges.append((lo, hi))
+            k += 3
+        else:
+            ranges.append((body[k], body[k]))
+            k += 1
+    return _Part(_CLASS, ranges=tuple(ranges), negate=negate), end + 1
+
+
+def _closure(parts: tuple[_Part, ...], states: set[tuple[int, bool]]) -> set[tuple[int, bool]]:
+    """`states` and every state reached from them without a character: a
+    repeating part (`*`, `**`, `**/`) may match nothing, from a segment's start."""
+    out = set(states)
+    todo = list(states)
+    while todo:
+        at, mid = todo.pop()
+        if not mid and at < len(parts) and parts[at].kind in (_STAR, _ANY, _SEGMENTS):
+            nxt = (at + 1, False)
+            if nxt not in out:
+                out.add(nxt)
+                todo.append(nxt)
+    return out
+
+
+def _step(parts: tuple[_Part, ...], states: set[tuple[int, bool]], c: str) -> set[tuple[int, bool]]:
+    """The states after reading `c`: (part index, inside a `**/` segment)."""
+    nxt: set[tuple[int, bool]] = set()
+    for at, mid in states:
+        if at == len(parts):
+            continue
+        part = parts[at]
+        if part.kind == _SEGMENTS:  # `[^/]*/`, any number of times
+            nxt.add((at, c != "/"))
+        elif mid:
+            continue
+        elif part.kind == _ANY or (part.kind == _STAR and c != "/"):
+            nxt.add((at, False))
+        elif part.takes(c):
+            nxt.add((at + 1, False))
+    return _closure(parts, nxt)
+
+
+def glob_run(pattern: str, relpath: str) -> tuple[bool, int]:
+    """Whether `relpath` matches, and the states visited (what the work is:
+    at most twice the parts per character)."""
+    parts = compile_glob(pattern)
+    states = _closure(parts, {(0, False)})
+    work = len(states)
+    for c in relpath:
+        states = _step(parts, states, c)
+        work += len(states)
+        if not states:
+            return False, work
+    return (len(parts), False) in states, work
 
 
 def glob_matches(pattern: str, relpath: str) -> bool:
-    """Whether `relpath` (POSIX separators, relative to its PATH) matches the glob.
+    """Whether `relpath` (POSIX separators, relative to its PATH) matches the glob:
+    `**/` any number of whole segments, `**` anything, `*` and `?` within one
+    segment, `[...]` a class of characters (`!` negates; never `/`).
 
     >>> glob_matches("security/**", "security/oauth2/scopes.md")
     True
@@ -421,4 +521,4 @@ def glob_matches(pattern: str, relpath: str) -> bool:
     >>> glob_matches("**/*.md", "index.md")
     True
     """
-    return _glob_regex(pattern).fullmatch(relpath) is not None
+    return glob_run(pattern, relpath)[0]
