@@ -416,7 +416,7 @@ def _retracted(e: Eviction, request: Request, _c: Context, _o: Order, target: Ca
         "kind": REINSTATE_STEP,
         "id": target.id,
         "from": request.as_of,
-        "retracted": {"from": e.detail["from"], "entry": e.detail["entry"]},
+        RETRACTED: {"from": e.detail["from"], "entry": e.detail["entry"]},
     }
     marks = dict(request.reinstatements)
     marks[target.id] = (*marks.get(target.id, ()), (after, request.as_of))

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from ledger.core.reasons import why_evicted_sentence
+from ledger.core.reasons import RETRACTED, why_evicted_sentence
 
 if TYPE_CHECKING:
     from ledger.core.why import WhyMatch
@@ -285,7 +285,7 @@ class DocumentIngestSummary:
         out: dict[str, Any] = {
             **{key: getattr(self, key) for key in SUMMARY_KEYS},
             "files": self.files,
-            "retracted": {"entry": self.retract_entry, "ids": list(self.retracted)},
+            RETRACTED: {"entry": self.retract_entry, "ids": list(self.retracted)},
             "reinstated": {"entry": self.reinstate_entry, "ids": list(self.reinstated)},
             "parsed": self.parsed_files,  # files read and chunked; the rest were unchanged
         }

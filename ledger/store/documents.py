@@ -443,7 +443,7 @@ def retract(
     """
     unique, reason = _checked_request(ids, from_date, reason, "retract")
     with write_transaction(engine) as conn:
-        _refuse_unknown(conn, unique, "retracted")
+        _refuse_unknown(conn, unique)
         seq = _insert_retraction(conn, unique, from_date, reason)
     return RetractResult(seq, tuple(unique), from_date, reason)
 
@@ -458,7 +458,7 @@ def reinstate(
     names, `InputError`; nothing is written then."""
     unique, reason = _checked_request(ids, from_date, reason, "reinstate")
     with write_transaction(engine) as conn:
-        _refuse_unknown(conn, unique, "reinstated")
+        _refuse_unknown(conn, unique)
         withdrawn = _newest_retraction(conn, unique)
         never = [cid for cid in unique if cid not in withdrawn]
         if never:
@@ -497,7 +497,7 @@ def _checked_request(
     return sorted(set(clean)), reason
 
 
-def _refuse_unknown(conn: Connection, ids: Sequence[str], done: str) -> None:
+def _refuse_unknown(conn: Connection, ids: Sequence[str]) -> None:
     known: set[str] = set()
     for start in range(0, len(ids), _IN):
         part = list(ids[start : start + _IN])
@@ -506,5 +506,6 @@ def _refuse_unknown(conn: Connection, ids: Sequence[str], done: str) -> None:
     missing = [cid for cid in ids if cid not in known]
     if missing:
         raise NotFoundError(
-            f"chunk id '{missing[0]}' is not in the ledger (see `ledger chunks`); nothing {done}"
+            f"chunk id '{missing[0]}' is not in the ledger (see `ledger chunks`); "
+            "nothing was written"
         )
