@@ -226,7 +226,8 @@ def _shared(chunk_id: str, one: str, two: str) -> str:
     return (
         f"chunk id '{chunk_id}' would come from two files, {printable(one)!r} and "
         f"{printable(two)!r} (their paths and headings slug alike); rename one of them, "
-        "or give one an explicit heading anchor; nothing was stored"
+        "or give one an explicit heading anchor (if the first was renamed or removed, "
+        "ingest the folder as a snapshot so the source lets it go); nothing was stored"
     )
 
 
