@@ -153,3 +153,31 @@ def test_diff_names_an_id_that_fell_out_of_the_top_k_as_not_retrieved(tmp_path: 
     assert causes == {"next": "not retrieved by this query"}
     assert back == {"next": "not retrieved by this query"}
     assert to_plain["tax"] == "not retrieved by this query"
+
+
+def test_a_retrieval_pack_gives_its_chunks_in_rank_order_in_show_and_export(
+    tmp_path: Path,
+) -> None:
+    """Selector version 2: output order is section, required, rank, priority, id;
+    the best-ranked chunk comes first in what the model is given (it was 9th of
+    14 in id order)."""
+    texts = {
+        "a-weak": "harbor",
+        "b-best": "harbor pilot harbor pilot harbor pilot",
+        "c-mid": "harbor pilot",
+        "d-none": "storm",
+    }
+    with ledger.open(str(tmp_path / "l.db"), create=True) as lg:
+        lg.ingest_records(
+            [chunk(id=k, dedupe_key=k, section="evidence", content=v) for k, v in texts.items()]
+        )
+        lg.grant("default", "public-read")
+        lg.set_policy(allow_trust=["approved-source"], budget=1000)
+        built = lg.build("2026-05-01", query="harbor pilot", top=3).to_json()
+        ranked = [r["id"] for r in built["retrieval"]["ranked"]]
+        assert ranked == ["b-best", "c-mid", "a-weak"]  # by BM25 over the texts above
+        assert [a["id"] for a in built["admitted"]] == ranked
+        assert [a["id"] for a in lg.show(built["pack"]).to_json()["admitted"]] == ranked
+        markdown = lg.export(built["pack"], format="markdown")
+    at = [markdown.index(f"### {i}\n") for i in ranked]
+    assert at == sorted(at)
