@@ -41,6 +41,7 @@ from ledger.core.records import (
     identifier,
     integer,
     iso_date,
+    refuse_controls,
 )
 
 SOURCE_KEYS = (
@@ -227,7 +228,7 @@ def _parse_source(table: Any, where: str) -> Source:
     uri = table["uri"]
     if not isinstance(uri, str) or not uri.strip():
         raise InputError(f"{at}.uri must be a non-blank string")
-    uri = uri.strip()
+    uri = _field(f"{at}.uri", refuse_controls, uri.strip(), "uri")  # printed in every output
     for placeholder in _PLACEHOLDER_RE.findall(uri):
         if placeholder not in _PLACEHOLDERS:
             raise InputError(
@@ -249,8 +250,7 @@ def _parse_source(table: Any, where: str) -> Source:
     version = version.strip()
     if len(version) > MAX_SOURCE_VERSION:
         raise InputError(f"{at}.version exceeds {MAX_SOURCE_VERSION} characters")
-    if "\x00" in version:
-        raise InputError(f"{at}.version must not contain a NUL character")
+    _field(f"{at}.version", refuse_controls, version, "version")
     effective = table.get("effective_from", "today")
     if effective not in ("git", "today"):
         if not isinstance(effective, str):
@@ -293,7 +293,7 @@ def _parse_rule(table: Any, index: int, where: str) -> Rule:
     match = table["match"]
     if not isinstance(match, str) or not match.strip():
         raise InputError(f"{at}.match must be a non-blank glob")
-    match = match.strip()
+    match = _field(f"{at}.match", refuse_controls, match.strip(), "match")  # named in messages
     if match.startswith("/") or "\\" in match:
         raise InputError(f"{at}.match is relative to its PATH with / separators, not {match!r}")
     try:
