@@ -41,6 +41,7 @@ from ledger.core.records import (
     identifier,
     integer,
     iso_date,
+    refuse_controls,
 )
 
 SOURCE_KEYS = (
@@ -227,7 +228,7 @@ def _parse_source(table: Any, where: str) -> Source:
     uri = table["uri"]
     if not isinstance(uri, str) or not uri.strip():
         raise InputError(f"{at}.uri must be a non-blank string")
-    uri = uri.strip()
+    uri = _field(f"{at}.uri", refuse_controls, uri.strip(), "uri")  # printed in every output
     for placeholder in _PLACEHOLDER_RE.findall(uri):
         if placeholder not in _PLACEHOLDERS:
             raise InputError(
@@ -249,8 +250,7 @@ def _parse_source(table: Any, where: str) -> Source:
     version = version.strip()
     if len(version) > MAX_SOURCE_VERSION:
         raise InputError(f"{at}.version exceeds {MAX_SOURCE_VERSION} characters")
-    if "\x00" in version:
-        raise InputError(f"{at}.version must not contain a NUL character")
+    _field(f"{at}.version", refuse_controls, version, "version")
     effective = table.get("effective_from", "today")
     if effective not in ("git", "today"):
         if not isinstance(effective, str):
@@ -293,7 +293,7 @@ def _parse_rule(table: Any, index: int, where: str) -> Rule:
     match = table["match"]
     if not isinstance(match, str) or not match.strip():
         raise InputError(f"{at}.match must be a non-blank glob")
-    match = match.strip()
+    match = _field(f"{at}.match", refuse_controls, match.strip(), "match")  # named in messages
     if match.startswith("/") or "\\" in match:
         raise InputError(f"{at}.match is relative to its PATH with / separators, not {match!r}")
     try:
@@ -343,6 +343,60 @@ def _parse_rule(table: Any, index: int, where: str) -> Rule:
     )
 
 
+# tomllib's work and memory grow with the square of a dotted key's parts (`x.x.x...`:
+# 100,000 parts exhaust memory), and each part costs a table: a rules file's keys
+# have at most two parts, so more than these, outside strings and comments, are refused.
+_MAX_KEY_DOTS = 64  # on one line
+_MAX_FILE_DOTS = 4096  # in the whole file
+
+
+def _check_key_dots(text: str, where: str) -> None:
+    """Refuse a dotted key deeper than `_MAX_KEY_DOTS`, or more dots than
+    `_MAX_FILE_DOTS`, outside strings and comments: one pass over the text."""
+    i, n, line, on_line, total = 0, len(text), 1, 0, 0
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line, on_line = line + 1, 0
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "\"'":
+            end = _string_end(text, i)
+            lines = text.count("\n", i, end)  # a multi-line string
+            line, on_line = line + lines, on_line if lines == 0 else 0
+            i = end
+            continue
+        elif c == ".":
+            on_line, total = on_line + 1, total + 1
+            if on_line > _MAX_KEY_DOTS or total > _MAX_FILE_DOTS:
+                raise InputError(
+                    f"{where}: line {line}: keys nested too deeply (more than "
+                    f"{_MAX_KEY_DOTS} dotted parts on a line, or {_MAX_FILE_DOTS} in the file); "
+                    "a rules file's keys have at most two parts"
+                )
+        i += 1
+
+
+def _string_end(text: str, i: int) -> int:
+    """Where the TOML string opening at `i` ends (after its closing quote; at a
+    newline for an unclosed one-line string, which tomllib then refuses)."""
+    q = text[i]
+    close = q * 3 if text.startswith(q * 3, i) else q
+    j, n = i + len(close), len(text)
+    while j < n:
+        if q == '"' and text[j] == "\\":
+            j += 2
+        elif text.startswith(close, j):
+            return j + len(close)
+        elif text[j] == "\n" and len(close) == 1:
+            return j
+        else:
+            j += 1
+    return n
+
+
 def parse_rules(data: bytes, where: str) -> Rules:
     """Validate a rules file's bytes; `where` names it in messages (its path).
 
@@ -355,6 +409,7 @@ def parse_rules(data: bytes, where: str) -> Rules:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{where}: not valid UTF-8 at byte {exc.start}") from None
+    _check_key_dots(text, where)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

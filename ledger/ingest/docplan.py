@@ -22,6 +22,7 @@ from ledger.core.records import (
     ChunkRecord,
     RecordError,
     iso_date,
+    refuse_controls,
     validate_chunk,
 )
 from ledger.core.rules import Rule, Rules, parse_rules
@@ -134,6 +135,10 @@ def _check_overrides(source_version: str | None, effective_from: str | None) -> 
                 "characters without surrounding white space",
                 param="source_version",
             )
+        try:  # printed by search, why and chunks, put in Markdown exports
+            refuse_controls(text, "source_version")
+        except RecordError as exc:
+            raise InputError(str(exc), param="source_version") from None
     if effective_from is not None:
         try:
             iso_date(effective_from, "effective_from")
@@ -271,7 +276,9 @@ def _record(chunk: DocChunk, chunk_id: str, rule: Rule, run: DocumentRun) -> Chu
         "content": chunk.text,
     }
     try:
-        rec = validate_chunk(obj, allow_nul=False)
+        rec = validate_chunk(obj, allow_nul=False, ledger=True)
+        refuse_controls(chunk.title, "title")
+        refuse_controls(chunk.path, "path")
     except RecordError as exc:
         raise InputError(f"{chunk.path}:{chunk.location[0]}: chunk '{chunk_id}': {exc}") from None
     return ChunkRecord(**{**rec.to_json(), "title": chunk.title, "path": chunk.path})

@@ -207,19 +207,36 @@ def _row(p: Any, batch_seq: int) -> dict[str, Any]:
     }
 
 
-def _refuse_shared_ids(plans: Sequence[Any], newest: Mapping[str, Any], held: set[str]) -> None:
+def _refuse_shared_ids(
+    conn: Connection,
+    source: str,
+    plans: Sequence[Any],
+    newest: Mapping[str, Any],
+    held: set[str],
+) -> None:
     """Two files must never give one chunk id: `Security-keys.md` would otherwise
     take over the id of `security/keys.md` and supersede its text. Refused when
     the run's files collide, or when the stored id belongs to another file the
-    source still holds (`held`); a file renamed away gives its ids to the new name."""
+    source still holds (`held`) or another source holds (source `kb-security`'s
+    `keys.md` slugs like source `kb`'s `security-keys.md`); a file renamed away
+    gives its ids to the new name."""
     first: dict[str, Any] = {}
     for p in plans:
         other = first.setdefault(p.record.id, p)
         if other.record.path != p.record.path:
             raise RefusedError(_shared(p.record.id, other.record.path, p.record.path))
         old = newest.get(p.record.id)
-        if old is not None and old.path not in (None, p.record.path) and old.path in held:
+        if old is None or old.path in (None, p.record.path):
+            continue
+        if old.path in held or _held_elsewhere(conn, source, old.path, p.record.id):
             raise RefusedError(_shared(p.record.id, old.path, p.record.path))
+
+
+def _held_elsewhere(conn: Connection, source: str, path: str, chunk_id: str) -> bool:
+    """Whether another source's file at `path` still gives `chunk_id`."""
+    t = document_files.c
+    rows = conn.execute(select(t.chunk_ids).where(t.path == path, t.source != source))
+    return any(chunk_id in json.loads(row.chunk_ids) for row in rows)
 
 
 def _shared(chunk_id: str, one: str, two: str) -> str:
@@ -308,7 +325,11 @@ def store_run(
     kept = [cid for f in files if f.reused for cid in f.ids]  # files unchanged since
     newest = _newest_versions(conn, [p.record.id for p in plans] + kept)
     _refuse_shared_ids(
-        plans, newest, {f.relpath for f in files} | (set() if snapshot else set(before))
+        conn,
+        source,
+        plans,
+        newest,
+        {f.relpath for f in files} | (set() if snapshot else set(before)),
     )
     withdrawn = _withdrawn(conn, newest)
     new_plans: list[Any] = []
