@@ -433,7 +433,10 @@ def export_markdown(conn: Connection, pack_no: int, with_content: bool) -> str:
     # Metadata is escaped (a changed database could hold a newline and an
     # injected heading); bodies are fenced, as given.
     for item in data["admitted"]:
-        for key in ("id", "source_uri", "source_version", "effective_from", "expires_on", "trust"):
+        for key in (
+            "id", "source_uri", "source_version", "effective_from", "expires_on", "trust",
+            "title", "path",
+        ):  # fmt: skip
             if item.get(key) is not None:
                 item[key] = printable(item[key])
     data["subject"] = printable(data["subject"])
