@@ -7,7 +7,6 @@ continuation.md and omissions.json, or refused with a LedgerError."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -22,6 +21,7 @@ from ledger.core.transcript import (
     select_exchanges,
 )
 from tests.conftest import ROOT
+from tests.transcript.test_export_readers_never_crash import JSON, paths, replaced
 
 FIXTURES = ROOT / "fixtures" / "transcripts"
 SOURCES = {
@@ -29,34 +29,9 @@ SOURCES = {
     "claude-code": FIXTURES / "claude-code" / "codemie-incremental-simple-turn-1.jsonl",
     "codex": FIXTURES / "codex" / "simonw-sample_codex_session.jsonl",
 }
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
 
 
-def places(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [at]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += places(v, (*at, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += places(v, (*at, i))
-    return out
-
-
-def replaced(value: Any, at: tuple[Any, ...], new: Any) -> Any:
-    if not at:
-        return new
-    copy = dict(value) if isinstance(value, dict) else list(value)
-    copy[at[0]] = replaced(value[at[0]], at[1:], new)
-    return copy
-
-
+# One JSON strategy and one way to replace a field: the real-export readers' test's.
 @pytest.mark.parametrize("fmt", list(SOURCES), ids=lambda f: f or "strict")
 def test_a_changed_field_is_read_through_selection_or_refused(fmt: str | None) -> None:
     text = SOURCES[fmt].read_text(encoding="utf-8")
@@ -66,7 +41,7 @@ def test_a_changed_field_is_read_through_selection_or_refused(fmt: str | None) -
     @given(st.data())
     def check(data: st.DataObject) -> None:
         i = data.draw(st.integers(0, len(lines) - 1))
-        at = data.draw(st.sampled_from(places(lines[i])))
+        at = data.draw(st.sampled_from(paths(lines[i])))
         changed = [*lines[:i], replaced(lines[i], at, data.draw(JSON)), *lines[i + 1 :]]
         raw = "".join(json.dumps(x) + "\n" for x in changed).encode()
         try:
