@@ -66,6 +66,15 @@ class Candidate:
             "record_digest": self.record_digest,
         }
 
+    def ranked(self, rank: int) -> Candidate:
+        """This version with retrieval rank `rank`: `dataclasses.replace` at half
+        its cost (a retrieval build ranks every candidate)."""
+        return Candidate(
+            self.id, self.source_version, self.section, self.effective_from, self.expires_on,
+            self.required_permission, self.trust, self.dedupe_key, self.tokens, self.priority,
+            self.required, self.record_digest, self.content_digest, self.ingest_rank, rank,
+        )  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
         """All fields but `rank`, in field order, as plain JSON values."""
         return {name: getattr(self, name) for name in _CANDIDATE_JSON}

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from ledger.core.errors import InputError
 from ledger.core.results import SearchResult
@@ -221,7 +221,12 @@ class Ranked:
 
     def to_json(self) -> dict[str, object]:
         """`{"id", "source_version", "rank", "score"}`: its fields."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {
+            "id": self.id,
+            "source_version": self.source_version,
+            "rank": self.rank,
+            "score": self.score,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,12 +262,15 @@ class RetrievalRecord:
     def digest_value(self) -> dict[str, object]:
         """What the input digest covers: `to_json()` with scores as their shortest
         decimal text (canonical JSON holds no floats)."""
-        data = self.to_json()
-        data["ranked"] = [
-            {**r.to_json(), "score": None if r.score is None else repr(r.score)}
-            for r in self.ranked
-        ]
-        return data
+        return {
+            "query": self.query,
+            "top": self.top,
+            "candidates_digest": self.candidates_digest,
+            "ranked": [
+                {**r.to_json(), "score": None if r.score is None else repr(r.score)}
+                for r in self.ranked
+            ],
+        }
 
     @classmethod
     def from_json(cls, data: object) -> RetrievalRecord:

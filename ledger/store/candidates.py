@@ -7,18 +7,18 @@ their ranks).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, Text, and_, cast, func, select
+from sqlalchemy import Connection, Text, and_, bindparam, cast, func, select
 from sqlalchemy.exc import DBAPIError
 
 from ledger.core.candidates import CANDIDATE_ROW, candidates_of_columns
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.records import EXCHANGE_SCOPE
 from ledger.core.select import SELECTOR_V1, Candidate
-from ledger.store.engine import fetch_tuples
 from ledger.store.fulltext import apply_ranks, retrieval_filter
 from ledger.store.inputs import DOCUMENTS, TRANSCRIPT_SCOPE, Inputs
 from ledger.store.schema import versions
@@ -27,40 +27,48 @@ from ledger.tokens import ESTIMATED
 
 
 def load_candidates(
-    conn: Connection, mark: int, counter: str, scope: str = DOCUMENTS, where: Any = None
+    conn: Connection,
+    mark: int,
+    counter: str,
+    scope: str = DOCUMENTS,
+    where: Any = None,
+    params: Mapping[str, Any] | None = None,
 ) -> tuple[list[Candidate], dict[str, int]]:
     """The chunk versions of `scope` ingested at or before `mark`, costed by `counter`.
 
     Scope `documents` is every version except transcript exchanges; scope
     `transcript:<source_version>` is the exchanges of one transcript annotation.
-    Returns the candidates and a map from record digest to version id.
+    `where`: a condition on them, with the values of its bound parameters in
+    `params`. Returns the candidates and a map from record digest to version id.
     """
-    c = versions.c
-    # CANDIDATE_ROW's columns, then the version id. The cost is the stored
-    # estimate (a build under another counter replaces it). Gate 6's tie-break (superseded) is
-    # "the later ingest wins": an ingest is a batch (one run), so ingest_rank is the
-    # batch; two versions of an id in one batch tie on it and fall to the record
-    # digest (the order of lines never matters).
-    stored_as = {"id": c.chunk_id, "tokens": c.estimated_tokens, "ingest_rank": c.batch_seq}
-    cols = [stored_as[name] if name in stored_as else c[name] for name in CANDIDATE_ROW]
-    cols.append(c.vid)
-    json_array = _JSON_ARRAY[conn.dialect.name]
-    query = select(*[json_array(col) for col in cols]).where(c.batch_seq <= mark)
-    # By the stored scope, which only the transcript ingest path writes: never
-    # by a field a record carries (a `transcript://` URI is an ordinary URI).
-    if scope == DOCUMENTS:
-        query = query.where(c.scope.is_(None))
-    elif scope.startswith(TRANSCRIPT_SCOPE):
-        query = query.where(
-            c.scope == EXCHANGE_SCOPE,
-            c.source_version == scope[len(TRANSCRIPT_SCOPE) :],
-        )
-    else:
+    query = candidates_query(conn.dialect.name, scope, where)
+    return read_candidates(conn, query, mark, scope, counter, params)
+
+
+def candidates_query(dialect: str, scope: str, where: Any = None) -> Any:
+    """`load_candidates`' statement, for a caller that runs one shape many
+    times (`read_candidates`): a statement made once is compiled once."""
+    if scope != DOCUMENTS and not scope.startswith(TRANSCRIPT_SCOPE):
         raise InputError(f"unknown pack scope {scope!r}")
-    if where is not None:
-        query = query.where(where)
+    query = _scope_rows(dialect, scope == DOCUMENTS)
+    return query if where is None else query.where(where)
+
+
+def read_candidates(
+    conn: Connection,
+    query: Any,
+    mark: int,
+    scope: str,
+    counter: str,
+    params: Mapping[str, Any] | None = None,
+) -> tuple[list[Candidate], dict[str, int]]:
+    """Run `candidates_query(dialect, scope, ...)`: `load_candidates`' answer."""
+    params = {**(params or {}), "mark": mark}
+    if scope.startswith(TRANSCRIPT_SCOPE):
+        params["transcript"] = scope[len(TRANSCRIPT_SCOPE) :]
     try:
-        (texts,) = fetch_tuples(conn, query)
+        # One row: SQLAlchemy's statement cache compiles the query's shape once.
+        texts: list[Any] = list(conn.execute(query, params).one())
     except DBAPIError as exc:
         if "JSON cannot hold BLOB" not in str(exc.orig):
             raise
@@ -75,6 +83,28 @@ def load_candidates(
         columns[_TOKENS_AT] = [tokens[vid] for vid in vids]
     digests = columns[_DIGEST_AT]
     return candidates_of_columns(columns), dict(zip(digests, vids, strict=True))
+
+
+@cache
+def _scope_rows(dialect: str, documents: bool) -> Any:
+    """The candidates query of a scope before its `where`, built once per shape:
+    CANDIDATE_ROW's columns, then the version id, of the versions at `:mark`."""
+    c = versions.c
+    # The cost is the stored estimate (a build under another counter replaces
+    # it). Gate 6's tie-break (superseded) is "the later ingest wins": an ingest
+    # is a batch (one run), so ingest_rank is the batch; two versions of an id in
+    # one batch tie on it and fall to the record digest (the order of lines
+    # never matters).
+    stored_as = {"id": c.chunk_id, "tokens": c.estimated_tokens, "ingest_rank": c.batch_seq}
+    cols = [stored_as[name] if name in stored_as else c[name] for name in CANDIDATE_ROW]
+    cols.append(c.vid)
+    json_array = _JSON_ARRAY[dialect]
+    query = select(*[json_array(col) for col in cols]).where(c.batch_seq <= bindparam("mark"))
+    # By the stored scope, which only the transcript ingest path writes: never
+    # by a field a record carries (a `transcript://` URI is an ordinary URI).
+    if documents:
+        return query.where(c.scope.is_(None))
+    return query.where(c.scope == EXCHANGE_SCOPE, c.source_version == bindparam("transcript"))
 
 
 # The candidates are read as one row of JSON arrays, one per column (the

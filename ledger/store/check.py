@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine, bindparam, select
 
 from ledger.core.checks import (
     ADMIT,
@@ -33,7 +33,8 @@ from ledger.core.errors import ContextError, LedgerError, RefusedError
 from ledger.store.build import decide
 from ledger.store.candidates import candidates_for
 from ledger.store.chain import read_head
-from ledger.store.engine import read_transaction, rehearsal_transaction
+from ledger.store.check_reads import CheckReads
+from ledger.store.engine import fetch_tuples, read_transaction, rehearsal_transaction
 from ledger.store.inputs import Inputs, ledger_mark, resolve_inputs
 from ledger.store.recording import context_digests, record_pack
 from ledger.store.retriever import with_retrieval
@@ -61,14 +62,16 @@ def run_checks(
     failing: list[tuple[int, Case, Decided | None, list[Miss], str | None]] = []
     with read_transaction(engine) as conn:
         mark = ledger_mark(read_head(conn).seq, ledger_at)
+        reads = CheckReads(conn, mark)
         for case in cases:
             try:
-                decided = decide_case(conn, case, base, mark)
+                decided = decide_case(conn, case, base, mark, reads)
             except RefusedError as exc:  # the build itself fails closed
                 failing.append((len(results), case, None, [], str(exc)))
                 results.append(CaseResult(case.name, None))
                 continue
-            missed = misses(case, admitted_of(conn, decided))
+            phrases = any(item.text is not None for item in (*case.admit, *case.exclude))
+            missed = misses(case, admitted_of(conn, decided, phrases))
             if missed:
                 failing.append((len(results), case, decided, missed, None))
             results.append(CaseResult(case.name, decided.pack_digest))
@@ -85,15 +88,27 @@ def run_checks(
     return results
 
 
-def decide_case(conn: Connection, case: Case, base: Path, mark: int) -> Decided:
-    """The case's pack, decided as `ledger build` with the same inputs would."""
+def decide_case(
+    conn: Connection, case: Case, base: Path, mark: int, reads: CheckReads | None = None
+) -> Decided:
+    """The case's pack, decided as `ledger build` with the same inputs would.
+    `reads`: the run's memos (`CheckReads`), which give what the plain reads
+    here give; without them every read is the build's own."""
     try:
-        inputs = resolve_inputs(
-            conn, case.as_of, case.subject, budget=case.budget, counter=case.counter, ledger_at=mark
-        )
+        if reads is None:
+            inputs = resolve_inputs(
+                conn, case.as_of, case.subject, budget=case.budget, counter=case.counter,
+                ledger_at=mark,
+            )  # fmt: skip
+        else:
+            inputs = reads.inputs(case.as_of, case.subject, case.budget, case.counter)
         source = None if case.candidates is None else str(base / case.candidates)
-        inputs = with_retrieval(conn, inputs, case.query, case.top, source)
-        candidates, vid_of = candidates_for(conn, inputs)
+        live_of = None if reads is None else reads.live_of
+        inputs = with_retrieval(conn, inputs, case.query, case.top, source, live_of)
+        if reads is None:
+            candidates, vid_of = candidates_for(conn, inputs)
+        else:
+            candidates, vid_of = reads.candidates(inputs)
         ctx = decide(inputs, candidates)
     except RefusedError:
         raise
@@ -103,18 +118,22 @@ def decide_case(conn: Connection, case: Case, base: Path, mark: int) -> Decided:
     return Decided(inputs, candidates, ctx, vid_of, pack_digest)
 
 
-def admitted_of(conn: Connection, decided: Decided) -> list[Admitted]:
-    """The admitted chunks' ids and contents (None for an erased body)."""
+def admitted_of(conn: Connection, decided: Decided, contents: bool = True) -> list[Admitted]:
+    """The admitted chunks' ids and contents (None for an erased body; None for
+    every one without `contents`, when the case names no phrase)."""
     vids = [decided.vid_of[c.record_digest] for c in decided.ctx.items]
     content: dict[int, str | None] = {}
-    for start in range(0, len(vids), 500):
-        part = vids[start : start + 500]
-        rows = conn.execute(
-            select(versions.c.vid, versions.c.content).where(versions.c.vid.in_(part))
-        )
-        for row in rows:
-            content[int(row.vid)] = None if row.content is None else str(row.content)
+    if contents:
+        for start in range(0, len(vids), 500):
+            for vid, body in fetch_tuples(conn, _CONTENTS, {"vids": vids[start : start + 500]}):
+                content[int(vid)] = None if body is None else str(body)
     return [Admitted(c.id, content.get(decided.vid_of[c.record_digest])) for c in decided.ctx.items]
+
+
+# One statement for every case (its IN list expanded as it runs): compiled once.
+_CONTENTS = select(versions.c.vid, versions.c.content).where(
+    versions.c.vid.in_(bindparam("vids", expanding=True))
+)
 
 
 def explain(engine: Engine, decided: Decided, missed: list[Miss]) -> list[Failure]:

@@ -13,7 +13,7 @@ import itertools
 import os
 import re
 from collections import namedtuple
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -354,22 +354,24 @@ def _driver_errors(conn: Connection, statement: str) -> Iterator[None]:
         ) from exc
 
 
-def fetch_tuples(conn: Connection, statement: Any) -> list[tuple[Any, ...]]:
-    """All rows of a SELECT as plain tuples from the driver's cursor.
+def fetch_tuples(
+    conn: Connection, statement: Any, params: Mapping[str, Any] | None = None
+) -> list[tuple[Any, ...]]:
+    """All rows of a SELECT (with the values of its bound `params`) as plain
+    tuples from the driver's cursor.
 
     For the bulk reads of the audit commands (hundreds of thousands of rows):
     SQLAlchemy's per-row result processing would double their cost. Only for
     statements whose parameters and columns need no type processing (integers,
     text), which holds for the ledger's own schema.
     """
-    sql, args = _driver_statement(conn, statement)
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    # Run through SQLAlchemy (its statement cache compiles each shape once),
+    # the rows read from the driver's cursor beneath the result.
+    result = conn.execute(statement, params)
     try:
-        with _driver_errors(conn, sql):
-            cursor.execute(sql, args)
-            return list(cursor.fetchall())
+        return list(result.cursor.fetchall())
     finally:
-        cursor.close()
+        result.close()
 
 
 def row_type(name: str, fields: Sequence[str]) -> Any:

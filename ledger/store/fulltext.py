@@ -20,11 +20,12 @@ from __future__ import annotations
 import struct
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain, repeat
 from typing import Any, cast
 
-from sqlalchemy import Connection, CursorResult, text
+from sqlalchemy import Connection, TextClause, text
 
 from ledger.core.context import UNRANKED, Candidate
 from ledger.core.errors import InputError
@@ -39,7 +40,7 @@ from ledger.core.query import (
     round_score,
 )
 from ledger.core.tsvector import index_payload
-from ledger.store.engine import copy_binary, stream_tuples
+from ledger.store.engine import copy_binary, fetch_tuples, stream_tuples
 from ledger.store.schema import versions
 
 TABLE = "search_index"
@@ -389,24 +390,20 @@ def hits_page(
     """Matching versions of a section at ledger time `mark` (document scope),
     best first (score, then id, then version id): `limit` of them from `offset`.
     The retriever (`ledger.store.retriever`) reads them a page at a time."""
-    rows = _on_hits(
-        conn,
-        (query, mark, section),
+    cte, params = _hits(conn, query, mark, section)
+    tail = (
         "SELECT vid, chunk_id, source_version, score FROM hits "
-        "ORDER BY score DESC, chunk_id, vid LIMIT :limit OFFSET :offset",
-        limit=limit,
-        offset=offset,
+        "ORDER BY score DESC, chunk_id, vid LIMIT :limit OFFSET :offset"
     )
-    return [Hit(r[0], r[1], r[2], round_score(float(r[3]))) for r in rows]
+    rows = fetch_tuples(conn, _text(cte + tail), {**params, "limit": limit, "offset": offset})
+    return [Hit(vid, cid, version, round_score(float(score))) for vid, cid, version, score in rows]
 
 
-def _on_hits(
-    conn: Connection, where: tuple[Query, int, str], tail: str, **params: Any
-) -> CursorResult[*tuple[Any, ...]]:
-    """Run `tail` after the `hits` CTE of (query, mark, section), with its
-    parameters and `params`: the one way the hits are read."""
-    cte, hit_params = _hits(conn, *where)
-    return conn.execute(text(cte + tail), {**hit_params, **params})
+@lru_cache(maxsize=64)
+def _text(sql: str) -> TextClause:
+    """`text(sql)`, made once per SQL text: the hits' few shapes are read once
+    per retrieval page, and making one parses its parameters anew."""
+    return text(sql)
 
 
 def closest_terms(conn: Connection, query: Query, limit: int = 5) -> list[str]:
@@ -524,9 +521,14 @@ def retrieval_filter(record: RetrievalRecord) -> Any:
     outside the evidence section, and the ranked ids (uses the section index)."""
     from sqlalchemy import or_
 
-    c = versions.c
     ids = sorted({r.id for r in record.ranked})
-    return or_(c.section.in_(["policy", "state", "current-input"]), c.chunk_id.in_(ids))
+    return or_(unranked_sections(), versions.c.chunk_id.in_(ids))
+
+
+def unranked_sections() -> Any:
+    """The chunk-version condition of the sections a retrieval build takes whole:
+    every section but evidence (the retriever ranks evidence alone)."""
+    return versions.c.section.in_(["policy", "state", "current-input"])
 
 
 def apply_ranks(
@@ -547,7 +549,7 @@ def apply_ranks(
     for c in candidates:
         rank = by_version.get((c.id, c.source_version), by_id.get(c.id))
         if rank is not None:
-            out.append(replace(c, rank=rank))
+            out.append(c.ranked(rank))
         elif c.section != "evidence":
-            out.append(replace(c, rank=UNRANKED))
+            out.append(c.ranked(UNRANKED))
     return out

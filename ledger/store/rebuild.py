@@ -14,6 +14,7 @@ and a hint on an eviction say the same thing for the same gate.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -56,11 +57,26 @@ def rebuild(conn: Connection, inputs: Inputs, query: str | None) -> Rebuilt:
         return Rebuilt(inputs, candidates, None)
 
 
-def first_cause(conn: Connection, inputs: Inputs, target: str) -> tuple[Candidate, Eviction] | None:
-    """Gates 1-6 at the inputs for the version with record digest `target`: the
-    version and its eviction, or None when it passes them (its id's live one)."""
-    judged = _judged(conn, inputs, target)
-    return None if judged is None else judged[:2]
+def first_causes(
+    conn: Connection, inputs: Inputs, targets: Mapping[str, str]
+) -> dict[str, tuple[Candidate, Eviction] | None]:
+    """Gates 1-6 at the inputs for each version of `targets` (record digest:
+    its chunk id): the version and its eviction, or None when it passes them
+    (its id's live one). One read of the ids' versions: the gates judge each id
+    on its own versions, so judging them together changes no answer."""
+    if not targets:
+        return {}
+    ids = sorted(set(targets.values()))
+    candidates, _vids = load_candidates(
+        conn, inputs.mark, ESTIMATED, inputs.scope, versions.c.chunk_id.in_(ids)
+    )
+    _live, out = standing(candidates, inputs.request())
+    evictions = {e.candidate.record_digest: e for e in out}
+    return {
+        c.record_digest: (c, evictions[c.record_digest]) if c.record_digest in evictions else None
+        for c in candidates
+        if c.record_digest in targets
+    }
 
 
 def _judged(
@@ -184,4 +200,4 @@ def _with_request(inputs: Inputs, request: Request) -> Inputs:
     )
 
 
-__all__ = ["Rebuilt", "checked_hint", "first_cause", "rebuild"]
+__all__ = ["Rebuilt", "checked_hint", "first_causes", "rebuild"]

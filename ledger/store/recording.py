@@ -73,11 +73,13 @@ def context_digests(
 ) -> tuple[str, str]:
     """(input digest, pack digest) of a decision made by the core (`evicted`: its
     evictions' columns, when the caller has them)."""
-    in_digest = input_digest(inputs, [candidate.record_digest for candidate in candidates])
+    as_json = inputs.to_json()  # both digests cover it
+    candidates_json = strings_json(sorted(candidate.record_digest for candidate in candidates))
+    in_digest = input_digest_fast(as_json, inputs.retractions, candidates_json)
     admitted = [(item.record_digest, item.tokens) for item in ctx.items]
     if evicted is None:
         evicted = EvictedColumns.of(ctx.evicted)
-    return in_digest, pack_digest_fast(inputs.to_json(), in_digest, admitted, evicted)
+    return in_digest, pack_digest_fast(as_json, in_digest, admitted, evicted)
 
 
 class PackDigests(NamedTuple):

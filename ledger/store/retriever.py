@@ -19,8 +19,9 @@ matches read, not the size of the ledger.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from functools import partial
 
 from sqlalchemy import Connection
 
@@ -35,6 +36,13 @@ from ledger.tokens import ESTIMATED
 
 FIRST_PAGE = 64  # matches read at first; each further page twice the last
 LAST_PAGE = 4096
+# A retrieval of `top` reads 2 x top matches at first (at least MIN_PAGE): most
+# matches are live, and each match read is an id judged.
+MIN_PAGE = 8
+
+# How the retriever learns each id's live version (`live_versions`' answer for
+# the inputs and ids); a check run gives one that reads each id once per run.
+LiveOf = Callable[[Inputs, Sequence[str]], dict[str, int | None]]
 
 
 def live_versions(conn: Connection, inputs: Inputs, ids: Sequence[str]) -> dict[str, int | None]:
@@ -50,18 +58,28 @@ def live_versions(conn: Connection, inputs: Inputs, ids: Sequence[str]) -> dict[
     return found
 
 
-def live_hits(conn: Connection, query: Query, inputs: Inputs) -> Iterator[Hit]:
+def live_hits(
+    conn: Connection,
+    query: Query,
+    inputs: Inputs,
+    live_of: LiveOf | None = None,
+    first: int = FIRST_PAGE,
+) -> Iterator[Hit]:
     """The evidence versions matching `query` that are their id's live version
-    for these inputs, best first (score, then id): at most one per id."""
+    for these inputs, best first (score, then id): at most one per id.
+    `live_of`: how ids are judged (default: `live_versions` on `conn`);
+    `first`: how many matches the first page reads."""
+    if live_of is None:
+        live_of = partial(live_versions, conn)
     live: dict[str, int | None] = {}
-    offset, size = 0, FIRST_PAGE
+    offset, size = 0, first
     while True:
         page = hits_page(conn, query, inputs.mark, offset, size)
         if not page:
             return
         unjudged = sorted({h.chunk_id for h in page} - live.keys())
         if unjudged:
-            live.update(live_versions(conn, inputs, unjudged))
+            live.update(live_of(inputs, unjudged))
         for hit in page:
             if live[hit.chunk_id] == hit.vid:
                 yield hit
@@ -71,12 +89,14 @@ def live_hits(conn: Connection, query: Query, inputs: Inputs) -> Iterator[Hit]:
         size = min(size * 2, LAST_PAGE)
 
 
-def retrieve_query(conn: Connection, query_text: str, top: int, inputs: Inputs) -> RetrievalRecord:
+def retrieve_query(
+    conn: Connection, query_text: str, top: int, inputs: Inputs, live_of: LiveOf | None = None
+) -> RetrievalRecord:
     """The built-in retriever: the `top` best live evidence versions, one per id."""
     q = parse_query(query_text)
     check_top(top)
     ranked: list[Ranked] = []
-    for hit in live_hits(conn, q, inputs):
+    for hit in live_hits(conn, q, inputs, live_of, max(2 * top, MIN_PAGE)):
         ranked.append(Ranked(hit.chunk_id, hit.source_version, len(ranked) + 1, hit.score))
         if len(ranked) == top:
             break
@@ -101,14 +121,15 @@ def with_retrieval(
     query: str | None = None,
     top: int | None = None,
     candidates: str | bytes | None = None,
+    live_of: LiveOf | None = None,
 ) -> Inputs:
     """The inputs of a retrieval build (`query` and its `top`, or a `candidates`
     file; bytes: the candidates file's content, given in memory), or the inputs
-    unchanged for a plain build."""
+    unchanged for a plain build. `live_of`: as `live_hits` takes it."""
     if query is not None and candidates is not None:
         raise InputError("query, candidates: two retrievers; give one", param="candidates")
     if query is not None:
-        record = retrieve_query(conn, query, DEFAULT_TOP if top is None else top, inputs)
+        record = retrieve_query(conn, query, DEFAULT_TOP if top is None else top, inputs, live_of)
     elif candidates is not None:
         if top is not None:
             raise InputError(
@@ -127,4 +148,4 @@ def with_retrieval(
     return replace(inputs, retrieval=record)
 
 
-__all__ = ["live_hits", "live_versions", "rank_of", "retrieve_query", "with_retrieval"]
+__all__ = ["LiveOf", "live_hits", "live_versions", "rank_of", "retrieve_query", "with_retrieval"]

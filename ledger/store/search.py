@@ -31,7 +31,7 @@ from ledger.core.why import (
 from ledger.store.candidates import candidates_for
 from ledger.store.fulltext import Hit, closest_terms, search_versions
 from ledger.store.inputs import resolve_inputs
-from ledger.store.rebuild import checked_hint, first_cause
+from ledger.store.rebuild import checked_hint, first_causes
 from ledger.store.retriever import rank_of, retrieve_query, with_retrieval
 from ledger.store.schema import packs, versions
 
@@ -246,6 +246,18 @@ def _answer(
     from ledger.store.readers import erased_info
 
     erased = erased_info(conn, [h.vid for h in hits])
+    # The versions the pack never considered: every gate at its own inputs.
+    causes = first_causes(
+        conn,
+        inputs,
+        {
+            rows[h.vid].record_digest: rows[h.vid].chunk_id
+            for h in hits
+            if h.vid not in decided
+            and rows[h.vid].batch_seq <= head.ledger_mark
+            and _scope_of(rows[h.vid]) == inputs.scope
+        },
+    )
     found = []
     for h in hits:
         r = rows[h.vid]
@@ -255,9 +267,8 @@ def _answer(
         if d is not None:
             reason = reason_of(d.status, head.pack_no)
             dec = Decided(reason, None if reason is None else detail_of(reason, d))
-        elif r.batch_seq <= head.ledger_mark and _scope_of(r) == inputs.scope:
-            # Never considered: every gate at the pack's own inputs, in order.
-            cause = first_cause(conn, inputs, r.record_digest)
+        elif r.record_digest in causes:
+            cause = causes[r.record_digest]
             if cause is not None:
                 gate = Decided(cause[1].reason, dict(cause[1].detail))
         found.append(

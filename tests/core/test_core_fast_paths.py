@@ -3,11 +3,13 @@
 - `select_fast` (what `select` runs) and `select_plain`: the whole Context,
   evictions and details included, or the same refusal;
 - `candidates_of_columns` and `candidates_of_columns_plain`;
+- `Candidate.ranked` and `dataclasses.replace`;
 - the store's `reachable_where` (SQL) and `HintPool.holds`.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -193,6 +195,12 @@ def test_candidates_of_columns_equals_the_plain_one(
     plain = candidates_of_columns_plain(columns)
     assert fast == plain
     assert [type(c.required) for c in fast] == [bool] * len(rows)
+
+
+@settings(max_examples=60, deadline=None)
+@given(candidate_sets(), st.sampled_from([0, 1, 7, UNRANKED]))
+def test_ranked_equals_dataclasses_replace(cands: list[Candidate], rank: int) -> None:
+    assert [c.ranked(rank) for c in cands] == [replace(c, rank=rank) for c in cands]
 
 
 def test_candidates_of_columns_refuses_bad_columns() -> None:

@@ -1,0 +1,141 @@
+"""A check run's shared reads (`ledger.store.check_reads.CheckReads`) equal the
+plain reads they stand for, on generated ledgers with history: each case's
+pack decided through them is the pack decided by the build's own reads, and
+the live version of any list of ids is the retriever's."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ledger
+from ledger.core.checks import Case, Expect
+from ledger.core.errors import LedgerError
+from ledger.core.select import Candidate
+from ledger.store.chain import read_head
+from ledger.store.check import Decided, decide_case
+from ledger.store.check_reads import CheckReads
+from ledger.store.engine import read_transaction
+from ledger.store.inputs import resolve_inputs
+from ledger.store.retriever import live_versions
+from tests.conftest import chunk
+
+WORDS = ["harbor", "pilot", "refund", "window", "tax", "ship", "cargo", "storm", "fee", "port"]
+DATES = ["2026-01-01", "2026-03-01", "2026-05-01", "2026-07-01"]
+SECTIONS = ["evidence", "evidence", "evidence", "policy", "state", "current-input"]
+
+
+def corpus(rnd: random.Random, batch: int) -> list[dict[str, Any]]:
+    """Chunks of every section; a later batch re-versions about half the ids."""
+    out = []
+    for i in range(16):
+        if batch and rnd.random() < 0.5:
+            continue
+        start = rnd.choice(DATES[:3])
+        expires = rnd.choice([None, None, rnd.choice(DATES[1:])])
+        permission = rnd.choice(["public-read"] * 3 + ["staff-read"])
+        section = rnd.choice(SECTIONS)
+        trust = rnd.choice(["approved-source"] * 3 + ["unverified"])
+        out.append(
+            chunk(
+                id=f"c{i:02d}",
+                source_version=f"v{batch}",
+                section=section,
+                # A dedupe key stays within one section, permission and trust.
+                dedupe_key=f"{section}-{permission}-{trust}-{rnd.randrange(2)}",
+                effective_from=start,
+                expires_on=expires if expires is None or expires > start else None,
+                required_permission=permission,
+                trust=trust,
+                estimated_tokens=rnd.randrange(10, 60),
+                priority=rnd.randrange(0, 5) * 20,
+                content=" ".join(rnd.choices(WORDS, k=rnd.randrange(3, 8))) + f" u{i}v{batch}",
+            )
+        )
+    return out
+
+
+def make_ledger(path: Path, seed: int) -> str:
+    rnd = random.Random(seed)
+    with ledger.open(str(path), create=True) as lg:
+        lg.ingest_records(corpus(rnd, 0))
+        lg.grant("default", "public-read")
+        lg.set_policy(allow_trust=["approved-source"], budget=120)
+        lg.ingest_records(corpus(rnd, 1))
+        lg.retract([f"c{rnd.randrange(16):02d}"], from_date=rnd.choice(DATES))
+        lg.grant("staff", "staff-read")
+        lg.ingest_records(corpus(rnd, 2))
+    return str(path)
+
+
+def cases(rnd: random.Random, n: int) -> list[Case]:
+    out = []
+    for k in range(n):
+        query = " ".join(rnd.sample(WORDS, rnd.randrange(1, 3)))
+        out.append(
+            Case(
+                name=f"case {k}",
+                as_of=rnd.choice(DATES),
+                subject=rnd.choice(["default", "default", "staff"]),
+                query=query if rnd.random() < 0.8 else None,
+                top=rnd.randrange(1, 8),
+                budget=rnd.choice([None, 60, 200]),
+                admit=(Expect(id=f"c{rnd.randrange(16):02d}"),),
+            )
+        )
+        if out[-1].query is None:
+            out[-1] = replace(out[-1], top=None)
+    return out
+
+
+def decided(conn: Any, case: Case, mark: int, reads: CheckReads | None) -> Any:
+    """The case's decision, or the refusal's text when its build fails."""
+    try:
+        d: Decided = decide_case(conn, case, Path.cwd(), mark, reads)
+    except LedgerError as exc:
+        return str(exc)
+    return (
+        d.inputs,
+        sorted(d.candidates, key=_identity),
+        d.ctx,
+        d.vid_of,
+        d.pack_digest,
+    )
+
+
+def _identity(c: Candidate) -> tuple[str, str, str]:
+    return (c.id, c.source_version, c.record_digest)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_each_case_decides_through_the_shared_reads_as_through_the_plain_ones(
+    tmp_path: Path, seed: int
+) -> None:
+    db = make_ledger(tmp_path / "ledger.db", seed)
+    rnd = random.Random(seed)
+    with ledger.open(db) as lg, read_transaction(lg._engine) as conn:
+        head = read_head(conn).seq
+        for mark in (head, head - 2):
+            reads = CheckReads(conn, mark)  # shared by all the cases, as in a run
+            for case in cases(rnd, 40):
+                assert decided(conn, case, mark, reads) == decided(conn, case, mark, None), case
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_live_version_of_any_ids_is_the_retrievers(tmp_path: Path, seed: int) -> None:
+    db = make_ledger(tmp_path / "ledger.db", seed)
+    rnd = random.Random(seed)
+    ids = [f"c{i:02d}" for i in range(18)]  # two ids were never ingested
+    with ledger.open(db) as lg, read_transaction(lg._engine) as conn:
+        mark = read_head(conn).seq
+        reads = CheckReads(conn, mark)
+        for _ in range(30):
+            inputs = resolve_inputs(
+                conn, rnd.choice(DATES), rnd.choice(["default", "staff"]), ledger_at=mark
+            )
+            asked = rnd.sample(ids, rnd.randrange(1, len(ids)))
+            assert reads.live_of(inputs, asked) == live_versions(conn, inputs, asked)
