@@ -7,9 +7,11 @@ does not retrieve, so it fails and is explained (its pack recorded in a
 rehearsal transaction, `why` asked, rolled back), as a CI run with a few
 failures would be.
 
-Baseline, in the same run: a raw FTS5 loop over the same texts (the standard
-library's sqlite3, one table `fts5(content)`, `MATCH` with `bm25` top 20 for
-each case's query), which retrieves and does nothing else.
+The same 1,000 queries are run again with every case passing (what a green
+CI run costs: no explanation). Baseline, in the same run: a raw FTS5 loop
+over the same texts (the standard library's sqlite3, one table
+`fts5(content)`, `MATCH` with `bm25` top 20 for each case's query), which
+retrieves and does nothing else.
 
 Targets: at most 60 s, and at most 8x the baseline.
 
@@ -32,15 +34,16 @@ from bench_search import PER_TOPIC, records, setup  # noqa: E402
 AS_OF = "2026-06-15"
 
 
-def cases_for(n: int, count: int, seed: int = 35) -> list[dict[str, Any]]:
+def cases_for(n: int, count: int, seed: int = 35, failing: bool = True) -> list[dict[str, Any]]:
     """`count` retrieval cases: a query of two topic words expecting a chunk
-    that holds the first (every tenth expects a third topic, which fails)."""
+    that holds the first (with `failing`, every tenth expects a third topic,
+    which fails)."""
     rnd = random.Random(seed)
     topics = max(1, n // PER_TOPIC)
     out = []
     for k in range(count):
         a, b = rnd.randrange(topics), rnd.randrange(topics)
-        expected = a if k % 10 else (a + b + 1) % topics
+        expected = (a + b + 1) % topics if failing and k % 10 == 0 else a
         out.append(
             {
                 "name": f"case {k}",
@@ -53,55 +56,68 @@ def cases_for(n: int, count: int, seed: int = 35) -> list[dict[str, Any]]:
     return out
 
 
-def raw_fts_seconds(n: int, cases: list[dict[str, Any]], tmp: Path) -> float:
-    """The baseline: the same texts in a plain FTS5 table, each case's query top 20."""
+def raw_fts(n: int, tmp: Path) -> sqlite3.Connection:
+    """The baseline's table: the same texts in a plain FTS5 table."""
     conn = sqlite3.connect(tmp / "raw.db")
     conn.execute("CREATE VIRTUAL TABLE fts USING fts5(content)")
     conn.executemany("INSERT INTO fts(content) VALUES (?)", ((r["content"],) for r in records(n)))
     conn.commit()
+    return conn
+
+
+def raw_fts_seconds(conn: sqlite3.Connection, cases: list[dict[str, Any]]) -> float:
+    """The baseline: each case's query top 20 on the plain FTS5 table."""
     sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 20"
     t0 = time.perf_counter()
     for case in cases:
         words = case["query"].split()
         conn.execute(sql, (" OR ".join(f'"{w}"' for w in words),)).fetchall()
-    seconds = time.perf_counter() - t0
-    conn.close()
-    return seconds
+    return time.perf_counter() - t0
 
 
-def bench(n: int, count: int, tmp: Path) -> dict[str, Any]:
+def bench(n: int, count: int, tmp: Path) -> list[dict[str, Any]]:
     import ledger
 
     url_file = tmp / "check.db"
     setup(f"sqlite:///{url_file}", tmp / "check.jsonl", n)
-    cases = cases_for(n, count)
-    baseline = raw_fts_seconds(n, cases, tmp)
+    runs = []
+    raw = raw_fts(n, tmp)
     with ledger.open(str(url_file)) as lg:
-        lg.check(cases[:5])  # warm: imports, the first connection
-        t0 = time.perf_counter()
-        result = lg.check(cases)
-        seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "baseline": baseline, "passed": result.passed,
-            "failed": result.failed}  # fmt: skip
+        lg.check(cases_for(n, 5, seed=1))  # warm: imports, the first connection
+        # The same queries twice: one case in ten failing (each explained),
+        # then every case passing (what a green CI run costs).
+        for failing in (True, False):
+            cases = cases_for(n, count, failing=failing)
+            baseline = raw_fts_seconds(raw, cases)
+            t0 = time.perf_counter()
+            result = lg.check(cases)
+            seconds = time.perf_counter() - t0
+            runs.append({"seconds": seconds, "baseline": baseline, "passed": result.passed,
+                         "failed": result.failed})  # fmt: skip
+    raw.close()
+    return runs
 
 
 def rows(quick: bool) -> list[dict[str, Any]]:
     n, count = (20_000, 200) if quick else (100_000, 1_000)
     with tempfile.TemporaryDirectory() as d:
-        r = bench(n, count, Path(d))
-    ratio = r["seconds"] / r["baseline"]
-    return [
-        {
-            "bench": f"check: {count:,} retrieval cases on {n:,} chunks "
-            f"({r['passed']} pass, {r['failed']} fail)",
-            "ours": r["seconds"],
-            "baseline": r["baseline"],
-            "unit": "s",
-            "target": "<= 60 s and <= 8x raw FTS5 top-20",
-            "ok": r["seconds"] <= 60 and ratio <= 8,
-            "note": f"{ratio:.2f}x",
-        }
-    ]
+        runs = bench(n, count, Path(d))
+    out = []
+    for r in runs:
+        ratio = r["seconds"] / r["baseline"]
+        out.append(
+            {
+                "bench": f"check: {count:,} retrieval cases on {n:,} chunks "
+                f"({r['passed']} pass, {r['failed']} fail)",
+                "ours": r["seconds"],
+                "baseline": r["baseline"],
+                "unit": "s",
+                "target": "<= 60 s and <= 8x raw FTS5 top-20",
+                "ok": r["seconds"] <= 60 and ratio <= 8,
+                "note": f"{ratio:.2f}x",
+            }
+        )
+    return out
 
 
 if __name__ == "__main__":

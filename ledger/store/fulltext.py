@@ -315,6 +315,18 @@ def _matches(conn: Connection, query: Query) -> tuple[str, dict[str, Any]]:
     )
 
 
+def matches_version(conn: Connection, query: Query, vid: int) -> bool:
+    """Whether the version `vid` matches the query: one look-up in the index,
+    whatever the number of other matches."""
+    if conn.dialect.name == "sqlite":
+        sql = f"SELECT 1 FROM {TABLE} WHERE {TABLE} MATCH :q AND rowid = :vid"
+        q = query.fts5()
+    else:
+        sql = f"SELECT 1 FROM {TABLE} WHERE vid = :vid AND terms @@ to_tsquery('simple', :q)"
+        q = query.tsquery()
+    return conn.execute(_text(sql), {"q": q, "vid": vid}).first() is not None
+
+
 def _filters(
     as_of: str | None,
     mark: int | None,

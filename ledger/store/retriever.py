@@ -29,7 +29,14 @@ from ledger.core.errors import InputError
 from ledger.core.query import Query, Ranked, RetrievalRecord, check_top, parse_query
 from ledger.core.select import standing
 from ledger.store.candidates import load_candidates
-from ledger.store.fulltext import DEFAULT_TOP, Hit, hits_page, retrieve_data, retrieve_file
+from ledger.store.fulltext import (
+    DEFAULT_TOP,
+    Hit,
+    hits_page,
+    matches_version,
+    retrieve_data,
+    retrieve_file,
+)
 from ledger.store.inputs import Inputs
 from ledger.store.schema import versions
 from ledger.tokens import ESTIMATED
@@ -108,7 +115,11 @@ def rank_of(
 ) -> tuple[int, float] | None:
     """The rank (1-based) and score `chunk_id`'s live version has among the live
     matches of `query` (as `retrieve_query` ranks them); None when it has no
-    live version or that version does not match."""
+    live version or that version does not match (found without reading the
+    other matches)."""
+    live = live_versions(conn, inputs, [chunk_id])[chunk_id]
+    if live is None or not matches_version(conn, query, live):
+        return None
     for rank, hit in enumerate(live_hits(conn, query, inputs), 1):
         if hit.chunk_id == chunk_id:
             return rank, hit.score
