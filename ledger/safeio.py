@@ -133,9 +133,15 @@ def read_input(
 
 
 def read_bounded(handle: BinaryIO, path: str | Path, what: str, limit: int, raise_it: str) -> bytes:
-    """At most `limit` bytes of an open file, or one line naming the cap."""
+    """At most `limit` bytes of an open regular file, or one line naming the cap.
+    The read asks for the file's size and one byte more (asking for the cap
+    would allocate it for every file); a file that grew since is read on, to
+    the cap."""
     try:
-        data = handle.read(limit + 1)
+        want = min(limit, os.fstat(handle.fileno()).st_size) + 1
+        data = handle.read(want)
+        if len(data) == want and want <= limit:  # it grew: read on, up to the cap
+            data += handle.read(limit + 1 - want)
     except OSError as exc:
         raise UnreadableInputError(
             f"{path}: cannot read the {what} ({exc.strerror or exc})", "unreadable"

@@ -151,13 +151,11 @@ def _check_overrides(source_version: str | None, effective_from: str | None) -> 
 def _plan_files(rules: Rules, paths: Sequence[str]) -> list[tuple[DocFile, Rule]]:
     """The files of the run with their rules, checked before any is read."""
     files = walk_paths(paths)
-    rules.check_matches(f.relpath for f in files)
+    rule_of = rules.check_matches(f.relpath for f in files)
     by_rel: dict[str, str] = {}
     planned: list[tuple[DocFile, Rule]] = []
     for f in files:
-        rule = rules.rule_for(f.relpath)
-        if rule is None:  # check_matches refused it already; kept for the type checker
-            raise InputError(f"{f.full}: no rule matches this file")
+        rule = rule_of[f.relpath]
         if rule.skip:
             continue
         kind = document_kind(f.relpath)

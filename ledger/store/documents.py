@@ -23,11 +23,12 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
 
 from ledger.core.canonical import content_digest, digest_value
 from ledger.core.erasure import check_reason
-from ledger.core.errors import InputError, NotFoundError, RefusedError
+from ledger.core.errors import InputError, IntegrityError, NotFoundError, RefusedError
 from ledger.core.records import (
     RecordError,
     check_dedupe_groups,
@@ -62,10 +63,23 @@ def reinstate_payload(ids: Sequence[str], from_date: str, reason: str | None) ->
 def stored_files(conn: Connection, source: str) -> dict[str, tuple[str, str, tuple[str, ...]]]:
     """The source's file state after its last run: path -> (file digest, rules digest, ids)."""
     t = document_files.c
-    return {
-        row.path: (row.file_digest, row.meta_digest, tuple(json.loads(row.chunk_ids)))
-        for row in conn.execute(select(document_files).where(t.source == source))
-    }
+    out: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+    rows: Iterable[tuple[str, str, str, str]] = conn.execute(
+        select(t.path, t.file_digest, t.meta_digest, t.chunk_ids).where(t.source == source)
+    )
+    for path, file_digest, meta_digest, ids in rows:
+        try:
+            out[path] = (file_digest, meta_digest, tuple(_decode_ids(ids)))
+        except (msgspec.DecodeError, TypeError):
+            raise IntegrityError(
+                f"the stored state of file {path!r} of source {source!r} is not a list of "
+                "chunk ids: the database was altered; run `ledger verify`"
+            ) from None
+    return out
+
+
+# A file's chunk ids as stored (a JSON list of strings), decoded and checked in C.
+_decode_ids = msgspec.json.Decoder(list[str]).decode
 
 
 _SUBSTANCE = (
@@ -107,28 +121,41 @@ def _newest_retraction(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
 
 
 def _newest_mark(conn: Connection, table: Any, ids: Iterable[str]) -> dict[str, int]:
-    """The newest entry of `table` (retractions or reinstatements) naming each id."""
+    """The newest entry of `table` (retractions or reinstatements) naming each id:
+    the table read whole when it holds no more rows than there are ids (an
+    unchanged snapshot asks about every id it holds), else by the ids."""
     out: dict[str, int] = {}
-    id_list = sorted(set(ids))
+    wanted = set(ids)
     r = table.c
+    newest = select(r.chunk_id, func.max(r.entry_seq)).group_by(r.chunk_id)
+    rows: Iterable[tuple[str, int]]
+    if conn.execute(select(func.count()).select_from(table)).scalar_one() <= len(wanted):
+        rows = conn.execute(newest)
+        return {cid: int(seq) for cid, seq in rows if cid in wanted}
+    id_list = sorted(wanted)
     for start in range(0, len(id_list), _IN):
-        part = id_list[start : start + _IN]
-        query = select(r.chunk_id, func.max(r.entry_seq)).where(r.chunk_id.in_(part))
-        rows: Iterable[tuple[str, int]] = conn.execute(query.group_by(r.chunk_id))
+        rows = conn.execute(newest.where(r.chunk_id.in_(id_list[start : start + _IN])))
         for cid, seq in rows:
             out[cid] = int(seq)
     return out
 
 
-def _withdrawn(conn: Connection, newest: Mapping[str, Any]) -> set[str]:
-    """The ids whose newest stored version a retraction withdraws at the head: a
-    retract entry after that version's ingest, and no reinstate entry after it."""
-    retracted = _newest_retraction(conn, newest)
-    reinstated = _newest_mark(conn, reinstatements, newest)
+def _withdrawn(conn: Connection, ids: Iterable[str], newest: Mapping[str, Any]) -> set[str]:
+    """Those of `ids` whose newest stored version a retraction withdraws at the
+    head: a retract entry after that version's ingest, and no reinstate entry
+    after it. `newest`: the newest versions already read (`_newest_versions`);
+    those of the other retracted ids are read here."""
+    retracted = _newest_retraction(conn, ids)
+    if not retracted:
+        return set()
+    ingested = {cid: row.batch_seq for cid, row in newest.items()}
+    missing = [cid for cid in retracted if cid not in ingested]
+    ingested.update((cid, row.batch_seq) for cid, row in _newest_versions(conn, missing).items())
+    reinstated = _newest_mark(conn, reinstatements, retracted)
     return {
         cid
         for cid, seq in retracted.items()
-        if seq > newest[cid].batch_seq and seq > reinstated.get(cid, 0)
+        if cid in ingested and seq > ingested[cid] and seq > reinstated.get(cid, 0)
     }
 
 
@@ -323,7 +350,7 @@ def store_run(
     """
     reused = sum(len(f.ids) for f in files if f.reused)
     kept = [cid for f in files if f.reused for cid in f.ids]  # files unchanged since
-    newest = _newest_versions(conn, [p.record.id for p in plans] + kept)
+    newest = _newest_versions(conn, [p.record.id for p in plans])
     _refuse_shared_ids(
         conn,
         source,
@@ -331,7 +358,7 @@ def store_run(
         newest,
         {f.relpath for f in files} | (set() if snapshot else set(before)),
     )
-    withdrawn = _withdrawn(conn, newest)
+    withdrawn = _withdrawn(conn, [p.record.id for p in plans] + kept, newest)
     new_plans: list[Any] = []
     moves: list[dict[str, Any]] = []
     # Withdrawn ids the snapshot holds with the same text: reinstated below.
@@ -427,7 +454,7 @@ def store_run(
         gone = {cid for _d, _m, ids in before.values() for cid in ids} - now
         if gone:
             last = _newest_versions(conn, gone)
-            out = _withdrawn(conn, last)
+            out = _withdrawn(conn, last, last)
             absent = sorted(c for c in gone if c in last and c not in out)
         if absent:
             retract_seq = _insert_retraction(

@@ -1,6 +1,7 @@
 """Rule globs matched without backtracking (issue 38, items 12 and 17): the
 same answers as the regular-expression reading of the glob, work linear in the
-path whatever the pattern, and bad classes or deep TOML refused in one line."""
+path whatever the pattern (also once a pattern's kept moves reach their
+bounds), and bad classes or deep TOML refused in one line."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.core.errors import InputError
-from ledger.core.rules import glob_matches, glob_run, parse_rules
+from ledger.core.rules import _GlobDfa, glob_matches, glob_run, parse_rules
 
 
 def reference(pattern: str) -> re.Pattern[str]:
@@ -46,6 +47,22 @@ PATHS = st.lists(st.sampled_from(["a", "b", ".", "/", "md", "x"]), max_size=12).
 @given(st.lists(PIECES, max_size=7).map("".join), PATHS)
 def test_the_glob_means_what_its_regular_expression_means(pattern: str, path: str) -> None:
     assert glob_matches(pattern, path) == (reference(pattern).fullmatch(path) is not None)
+
+
+CLASSES = st.sampled_from(["[ab]", "[!a]", "[.-/]", "[]x]"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES | CLASSES, max_size=7).map("".join), st.lists(PATHS, max_size=6))
+def test_the_kept_moves_answer_as_the_state_sets_do(pattern: str, paths: list[str]) -> None:
+    """`glob_matches` (`_GlobDfa`, its moves kept across paths) equals `glob_run`,
+    also once its bounds are reached (here at 3 sets: the rest read as glob_run)."""
+    kept, bounded = _GlobDfa(pattern), _GlobDfa(pattern)
+    bounded.MAX_SETS = 3
+    for path in paths:
+        expected = glob_run(pattern, path)[0]
+        assert kept.matches(path) == bounded.matches(path) == expected, path
+    assert [glob_matches(pattern, p) for p in paths] == [glob_run(pattern, p)[0] for p in paths]
 
 
 @pytest.mark.parametrize("stars", [1, 8])

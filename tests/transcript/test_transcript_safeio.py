@@ -6,6 +6,7 @@ import io
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,6 +107,48 @@ def test_read_input_refusals(tmp_path: Path) -> None:
 
 
 # -- confirmation --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [0, 9, 10, 11])
+def test_read_bounded_reads_the_whole_file_up_to_the_cap(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * size)
+    with safeio.open_regular(path, "file") as handle:
+        if size > 10:
+            with pytest.raises(safeio.UnreadableInputError, match="over 10 bytes"):
+                safeio.read_bounded(handle, path, "file", 10, "")
+        else:
+            assert safeio.read_bounded(handle, path, "file", 10, "") == b"x" * size
+
+
+class _GrownSinceStat:
+    """A file's handle whose descriptor reports the size it had before it grew
+    (what a file appended to between `fstat` and the read looks like)."""
+
+    def __init__(self, handle: io.BufferedReader, stale: io.BufferedReader) -> None:
+        self.handle, self.stale = handle, stale
+
+    def read(self, n: int) -> bytes:
+        return self.handle.read(n)
+
+    def fileno(self) -> int:
+        return self.stale.fileno()
+
+
+@pytest.mark.parametrize(("grown", "refused"), [(3, False), (4, False), (5, True)])
+def test_a_file_that_grew_after_its_size_was_read_is_read_on_to_the_cap(
+    tmp_path: Path, grown: int, refused: bool
+) -> None:
+    path, before = tmp_path / "f.bin", tmp_path / "before.bin"
+    before.write_bytes(b"a" * 6)
+    path.write_bytes(b"a" * 6 + b"b" * grown)
+    with path.open("rb") as handle, before.open("rb") as stale:
+        grew: Any = _GrownSinceStat(handle, stale)
+        if refused:  # 11 bytes, over the cap of 10
+            with pytest.raises(safeio.UnreadableInputError, match="over 10 bytes"):
+                safeio.read_bounded(grew, path, "file", 10, "")
+        else:
+            assert safeio.read_bounded(grew, path, "file", 10, "") == b"a" * 6 + b"b" * grown
 
 
 def test_nothing_existing_needs_no_confirmation() -> None:
