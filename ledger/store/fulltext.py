@@ -17,6 +17,7 @@ erasing a body also removes its index row (`unindex`).
 
 from __future__ import annotations
 
+import re
 import struct
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
@@ -135,17 +136,30 @@ _RUN_UTF8 = bytes(ord("a") if b >= 128 or chr(b).isalnum() else ord(" ") for b i
 
 
 def _folded_fast(text: str) -> str:
-    """`text` case-folded, decomposed (NFKD), without combining marks, and with
-    each non-ASCII character that is not a letter or digit made a space: FTS5
-    finds in it `normalize_words(text)` (a property test holds them equal)."""
-    folded = unicodedata.normalize("NFKD", text.casefold())
-    for ch in set(folded):
-        if ch > "\x7f":
-            if unicodedata.combining(ch):
-                folded = folded.replace(ch, "")
-            elif not ch.isalnum():
-                folded = folded.replace(ch, " ")
-    return folded
+    """`text` with each distinct non-ASCII character folded (`_fold_char`): FTS5
+    finds in it `normalize_words(text)` (a property test holds them equal).
+    ASCII letters keep their case, as in an all-ASCII text: the `ascii`
+    tokenizer folds them itself."""
+    for ch in set(_NON_ASCII.findall(text)):
+        text = text.replace(ch, _fold_char(ch))
+    return text
+
+
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    """A non-ASCII character case-folded and decomposed (NFKD), without
+    combining marks, and with each non-ASCII character left that is not a
+    letter or digit made a space. Both steps work one character at a time, so
+    folding a text's characters one by one folds the text."""
+    out = []
+    for c in unicodedata.normalize("NFKD", ch.casefold()):
+        if c > "\x7f" and unicodedata.combining(c):
+            continue
+        out.append(" " if c > "\x7f" and not c.isalnum() else c)
+    return "".join(out)
 
 
 def _insert_slice(conn: Connection, sql: str, batch: list[VersionRow]) -> None:
