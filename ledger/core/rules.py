@@ -574,11 +574,12 @@ class _GlobDfa:
     move on each character kept: a path then costs one dict look-up per
     character (the bench row "ingest --rules: 10,000 files unchanged" matches
     every rule against every path). At most MAX_SETS sets and MAX_MOVES moves
-    are kept; past them the rest of a path is read as `glob_run` reads it, so
-    the work stays linear in the path whatever the pattern."""
+    are kept (a rules file's globs meet a few dozen sets); past them the rest
+    of a path is read as `glob_run` reads it, so the work stays linear in the
+    path and the memory bounded whatever the pattern."""
 
-    MAX_SETS = 1024
-    MAX_MOVES = 65536
+    MAX_SETS = 256
+    MAX_MOVES = 4096
 
     def __init__(self, pattern: str) -> None:
         self.parts = compile_glob(pattern)
@@ -628,7 +629,7 @@ def _matches_from(parts: tuple[_Part, ...], states: set[tuple[int, bool]], rest:
     return (len(parts), False) in states
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def _glob_dfa(pattern: str) -> _GlobDfa:
     return _GlobDfa(pattern)
 
