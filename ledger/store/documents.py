@@ -350,7 +350,8 @@ def store_run(
     """
     reused = sum(len(f.ids) for f in files if f.reused)
     kept = [cid for f in files if f.reused for cid in f.ids]  # files unchanged since
-    newest = _newest_versions(conn, [p.record.id for p in plans])
+    planned = [p.record.id for p in plans]
+    newest = _newest_versions(conn, planned)
     _refuse_shared_ids(
         conn,
         source,
@@ -358,7 +359,7 @@ def store_run(
         newest,
         {f.relpath for f in files} | (set() if snapshot else set(before)),
     )
-    withdrawn = _withdrawn(conn, [p.record.id for p in plans] + kept, newest)
+    withdrawn = _withdrawn(conn, planned + kept, newest)
     new_plans: list[Any] = []
     moves: list[dict[str, Any]] = []
     # Withdrawn ids the snapshot holds with the same text: reinstated below.
