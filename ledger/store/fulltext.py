@@ -415,7 +415,8 @@ def hits_page(
 ) -> list[Hit]:
     """Matching versions of a section at ledger time `mark` (document scope),
     best first (score, then id, then version id): `limit` of them from `offset`.
-    The retriever (`ledger.store.retriever`) reads them a page at a time."""
+    The plain reading of the retriever's matches (`ledger.store.retriever`),
+    which reads them by `hits_band`."""
     cte, params = _hits(conn, query, mark, section)
     tail = (
         "SELECT vid, chunk_id, source_version, score FROM hits "
@@ -423,6 +424,55 @@ def hits_page(
     )
     rows = fetch_tuples(conn, _text(cte + tail), {**params, "limit": limit, "offset": offset})
     return [Hit(vid, cid, version, round_score(float(score))) for vid, cid, version, score in rows]
+
+
+def hits_band(
+    conn: Connection,
+    query: Query,
+    mark: int,
+    below: float | None,
+    size: int,
+    section: str = "evidence",
+) -> tuple[list[Hit], float | None]:
+    """`hits_page`, read by score bands: the retriever's fast path (bench rows
+    `check` and `build --query`), which joins to the versions only the matches
+    of one band, not every match of the query (a query of common words
+    matches thousands). A property test (tests/search/test_hits_band.py) holds
+    the bands, laid end to end, equal to `hits_page` from offset 0.
+
+    A band is the matches scored below `below` (None: no bound) down to the
+    `size`-th best of them, with every match tied with that one: no tie is
+    split between bands, so each band sorted as `hits_page` sorts (score, then
+    id, then version id) continues the last. Returns the band's hits of the
+    section at `mark` (document scope) and the `below` of the next band, or
+    None when no match is left below this one."""
+    cte, params = _matches(conn, query)
+    more = _filters(None, mark, section, True, None, params)
+    # One row at least (the cut, and no hit when the band holds none of the
+    # section's), so the next band's bound is read with the band.
+    sql = (
+        f"{cte}, cut AS (SELECT score FROM m WHERE {_BELOW} "
+        "ORDER BY score DESC LIMIT 1 OFFSET :skip), "
+        "band AS MATERIALIZED (SELECT v.vid AS vid, v.chunk_id AS chunk_id, "
+        "v.source_version AS source_version, m.score AS score FROM m "
+        f"JOIN chunk_versions v ON v.vid = m.vid WHERE {_BELOW} "
+        f"AND (m.score >= (SELECT score FROM cut) OR NOT EXISTS (SELECT 1 FROM cut)){more}) "
+        "SELECT c.score, b.vid, b.chunk_id, b.source_version, b.score "
+        "FROM (SELECT (SELECT score FROM cut) AS score) c LEFT JOIN band b ON 1 = 1 "
+        "ORDER BY b.score DESC, b.chunk_id, b.vid"
+    )
+    rows = fetch_tuples(conn, _text(sql), {**params, "below": below, "skip": size - 1})
+    cut = rows[0][0]
+    hits = [
+        Hit(vid, cid, version, round_score(float(score)))
+        for _cut, vid, cid, version, score in rows
+        if vid is not None
+    ]
+    return hits, None if cut is None else float(cut)
+
+
+# The band's upper bound (none for the first band), typed for PostgreSQL.
+_BELOW = "(CAST(:below AS DOUBLE PRECISION) IS NULL OR m.score < CAST(:below AS DOUBLE PRECISION))"
 
 
 @lru_cache(maxsize=64)

@@ -10,11 +10,12 @@ ranked: a retracted, superseded or not yet valid text never takes a slot from a
 live one. (Packs of selector version 1 ranked an id by its best-matching
 version, whatever its fate; they replay from their recorded list.)
 
-How: the matching versions are read best first, a page at a time; the ids of
-each page are judged by gates 1-6 on all their versions at the mark, and a
-match counts when it is its id's live version; reading stops once `top` have
-counted. The ids judged are only those that matched, so the cost follows the
-matches read, not the size of the ledger.
+How: the matching versions are read best first, a band of scores at a time
+(`hits_band`; the plain reading is `hits_page`); the ids of each band are
+judged by gates 1-6 on all their versions at the mark, and a match counts when
+it is its id's live version; reading stops once `top` have counted. The ids
+judged are only those that matched, so the cost follows the matches read, not
+the size of the ledger.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ledger.store.candidates import load_candidates
 from ledger.store.fulltext import (
     DEFAULT_TOP,
     Hit,
-    hits_page,
+    hits_band,
     matches_version,
     retrieve_data,
     retrieve_file,
@@ -41,9 +42,9 @@ from ledger.store.inputs import Inputs
 from ledger.store.schema import versions
 from ledger.tokens import ESTIMATED
 
-FIRST_PAGE = 64  # matches read at first; each further page twice the last
+FIRST_PAGE = 64  # matches read at first; each further band twice the last
 LAST_PAGE = 4096
-# A retrieval of `top` reads 2 x top matches at first (at least MIN_PAGE): most
+# A retrieval of `top` reads a band of 2 x top matches at first (at least MIN_PAGE): most
 # matches are live, and each match read is an id judged.
 MIN_PAGE = 8
 
@@ -75,24 +76,26 @@ def live_hits(
     """The evidence versions matching `query` that are their id's live version
     for these inputs, best first (score, then id): at most one per id.
     `live_of`: how ids are judged (default: `live_versions` on `conn`);
-    `first`: how many matches the first page reads."""
+    `first`: how many matches the first band reads (`hits_band`)."""
     if live_of is None:
         live_of = partial(live_versions, conn)
     live: dict[str, int | None] = {}
-    offset, size = 0, first
+    below: float | None = None
+    size = first
     while True:
-        page = hits_page(conn, query, inputs.mark, offset, size)
-        if not page:
+        band, below = hits_band(conn, query, inputs.mark, below, size)
+        # Judged `size` at a time: a band of many ties may hold far more
+        # matches than the retrieval takes.
+        for start in range(0, len(band), size):
+            part = band[start : start + size]
+            unjudged = sorted({h.chunk_id for h in part} - live.keys())
+            if unjudged:
+                live.update(live_of(inputs, unjudged))
+            for hit in part:
+                if live[hit.chunk_id] == hit.vid:
+                    yield hit
+        if below is None:
             return
-        unjudged = sorted({h.chunk_id for h in page} - live.keys())
-        if unjudged:
-            live.update(live_of(inputs, unjudged))
-        for hit in page:
-            if live[hit.chunk_id] == hit.vid:
-                yield hit
-        if len(page) < size:
-            return
-        offset += size
         size = min(size * 2, LAST_PAGE)
 
 
@@ -111,16 +114,22 @@ def retrieve_query(
 
 
 def rank_of(
-    conn: Connection, query: Query, chunk_id: str, inputs: Inputs
+    conn: Connection,
+    query: Query,
+    chunk_id: str,
+    inputs: Inputs,
+    live_of: LiveOf | None = None,
 ) -> tuple[int, float] | None:
     """The rank (1-based) and score `chunk_id`'s live version has among the live
     matches of `query` (as `retrieve_query` ranks them); None when it has no
     live version or that version does not match (found without reading the
-    other matches)."""
-    live = live_versions(conn, inputs, [chunk_id])[chunk_id]
+    other matches). `live_of`: as `live_hits` takes it."""
+    if live_of is None:
+        live_of = partial(live_versions, conn)
+    live = live_of(inputs, [chunk_id])[chunk_id]
     if live is None or not matches_version(conn, query, live):
         return None
-    for rank, hit in enumerate(live_hits(conn, query, inputs), 1):
+    for rank, hit in enumerate(live_hits(conn, query, inputs, live_of), 1):
         if hit.chunk_id == chunk_id:
             return rank, hit.score
     return None
