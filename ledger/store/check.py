@@ -36,6 +36,7 @@ from ledger.store.chain import read_head
 from ledger.store.check_reads import CheckReads
 from ledger.store.engine import fetch_tuples, read_transaction, rehearsal_transaction
 from ledger.store.inputs import Inputs, ledger_mark, resolve_inputs
+from ledger.store.rebuild import Rebuilt
 from ledger.store.recording import context_digests, record_pack
 from ledger.store.retriever import with_retrieval
 from ledger.store.schema import versions
@@ -139,15 +140,17 @@ _CONTENTS = select(versions.c.vid, versions.c.content).where(
 def explain(engine: Engine, decided: Decided, missed: list[Miss]) -> list[Failure]:
     """Each miss with its `why` answer, asked of the case's pack recorded in a
     rehearsal transaction (rolled back: nothing stays)."""
+    # The pack as a hint's first rebuild would decide it: it was, by the same steps.
+    built = Rebuilt(decided.inputs, decided.candidates, decided.ctx)
     with rehearsal_transaction(engine) as conn:
         pack_no = record_pack(conn, decided.inputs, decided.candidates, decided.ctx, decided.vid_of)
-        return [_explain(conn, pack_no, miss) for miss in missed]
+        return [_explain(conn, pack_no, miss, built) for miss in missed]
 
 
 CASE_PACK = "the case's pack"  # how an explanation names the (unrecorded) pack
 
 
-def _explain(conn: Connection, pack_no: int, miss: Miss) -> Failure:
+def _explain(conn: Connection, pack_no: int, miss: Miss, built: Rebuilt) -> Failure:
     if miss.expect != ADMIT:
         return Failure(
             miss.expect,
@@ -163,9 +166,9 @@ def _explain(conn: Connection, pack_no: int, miss: Miss) -> Failure:
     if item.text is not None:
         # As a phrase: the versions that hold the words as the case gives them.
         phrase = '"' + item.text.replace('"', " ") + '"'
-        answer = why(conn, phrase, pack_no, limit=1, label=CASE_PACK)
+        answer = why(conn, phrase, pack_no, limit=1, label=CASE_PACK, built=built)
     else:
-        answer = why_chunk(conn, str(item.id), pack_no, label=CASE_PACK)
+        answer = why_chunk(conn, str(item.id), pack_no, label=CASE_PACK, built=built)
     # The version that holds the words (the answer may lead with the version of
     # its id the pack weighed, when only an older text holds them).
     lead: Any = next((m for m in answer.matches if m.matched), None)

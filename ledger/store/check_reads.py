@@ -5,10 +5,12 @@ A check run decides every case in one read transaction at one ledger mark
 the inputs of a date, subject, budget and counter, and the versions of a chunk
 id. `CheckReads` keeps them for the run. It is the named fast path of the bench
 row "check: 1,000 retrieval cases on 100,000 chunks" (bench/bench_check.py),
-where reading them again per case was most of a passing case's cost. The
-plain reads are `resolve_inputs`, `live_versions` and `candidates_for`; a
-property test (tests/check/test_check_reads.py) holds each method equal to its
-plain read on generated ledgers.
+where reading them again per case was most of a passing case's cost; the
+rebuilds of one checked hint (`ledger.store.rebuild.checked_hint`), all at
+the pack's mark, share them too. The plain reads are `resolve_inputs`,
+`live_versions` and `candidates_for`; a property test
+(tests/check/test_check_reads.py) holds each method equal to its plain read on
+generated ledgers.
 """
 
 from __future__ import annotations

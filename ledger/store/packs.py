@@ -13,9 +13,10 @@ import json
 import re
 from collections import namedtuple
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Integer, func, select
+from sqlalchemy import Connection, Integer, bindparam, func, select
 
 from ledger.core.errors import EXIT_USAGE, InputError, IntegrityError, NotFoundError
 from ledger.core.numbers import ascii_int, backend_max
@@ -170,7 +171,27 @@ def location_json(row: Any) -> dict[str, Any]:
 
 
 def decision_rows(conn: Connection, pack_no: int, vids: Iterable[int] | None = None) -> list[Any]:
-    """Every decision of a pack joined with its version (and referenced version)."""
+    """Every decision of a pack joined with its version (and referenced version);
+    with `vids`, the decisions about those versions only."""
+    params: dict[str, Any] = {"pack_no": pack_no}
+    if vids is not None:
+        params["vids"] = list(vids)
+    # Plain tuples from the driver, named once: packs hold up to 100,000s of rows,
+    # and SQLAlchemy's per-row processing would double the cost of verify and show.
+    rows = fetch_tuples(conn, _decisions_query(vids is not None), params)
+    if conn.dialect.name == "sqlite" and not _typed_decisions(rows):
+        raise IntegrityError(
+            f"pack {pack_no}: a decision has a field of the wrong type; "
+            "the database was altered: run `ledger verify`"
+        )
+    return [DecisionRow._make(t) for t in rows]
+
+
+@cache
+def _decisions_query(some: bool) -> Any:
+    """`decision_rows`' statement, made once per shape (`some`: only the
+    versions `:vids`): `ledger why` reads a few rows of it per answer, and
+    making it anew cost more than running it."""
     v = versions.alias("v")
     r = versions.alias("r")
     t = retractions
@@ -218,19 +239,11 @@ def decision_rows(conn: Connection, pack_no: int, vids: Iterable[int] | None = N
                 & (t.c.chunk_id == v.c.chunk_id),
             )
         )
-        .where(d.c.pack_no == pack_no)
+        .where(d.c.pack_no == bindparam("pack_no"))
     )
-    if vids is not None:  # `ledger why`: the decisions about a few versions only
-        query = query.where(d.c.vid.in_(list(vids)))
-    # Plain tuples from the driver, named once: packs hold up to 100,000s of rows,
-    # and SQLAlchemy's per-row processing would double the cost of verify and show.
-    rows = fetch_tuples(conn, query)
-    if conn.dialect.name == "sqlite" and not _typed_decisions(rows):
-        raise IntegrityError(
-            f"pack {pack_no}: a decision has a field of the wrong type; "
-            "the database was altered: run `ledger verify`"
-        )
-    return [DecisionRow._make(t) for t in rows]
+    if some:  # `ledger why`: the decisions about a few versions only
+        query = query.where(d.c.vid.in_(bindparam("vids", expanding=True)))
+    return query
 
 
 def _typed_decisions(rows: list[tuple[Any, ...]]) -> bool:

@@ -27,6 +27,7 @@ from ledger.core.query import parse_query
 from ledger.core.select import Candidate, Request, standing
 from ledger.store.build import decide
 from ledger.store.candidates import candidates_for, load_candidates
+from ledger.store.check_reads import CheckReads
 from ledger.store.inputs import Inputs
 from ledger.store.retriever import rank_of, with_retrieval
 from ledger.store.schema import versions
@@ -44,13 +45,21 @@ class Rebuilt:
     context: Context | None  # None: the rebuild fails closed (a required chunk)
 
 
-def rebuild(conn: Connection, inputs: Inputs, query: str | None) -> Rebuilt:
+def rebuild(
+    conn: Connection, inputs: Inputs, query: str | None, reads: CheckReads | None = None
+) -> Rebuilt:
     """The pack these inputs decide: a query build's retrieval re-run at its
-    mark (a candidates file's list is kept), then every gate."""
+    mark (a candidates file's list is kept), then every gate. `reads`: memos
+    of the reads at the inputs' mark (`CheckReads`), which give what the plain
+    reads give."""
+    live_of = None if reads is None else reads.live_of
     if query is not None:
         top = inputs.retrieval.top if inputs.retrieval is not None else None
-        inputs = with_retrieval(conn, replace(inputs, retrieval=None), query, top)
-    candidates, _vids = candidates_for(conn, inputs)
+        inputs = with_retrieval(conn, replace(inputs, retrieval=None), query, top, None, live_of)
+    if reads is None:
+        candidates, _vids = candidates_for(conn, inputs)
+    else:
+        candidates, _vids = reads.candidates(inputs)
     try:
         return Rebuilt(inputs, candidates, decide(inputs, candidates))
     except RefusedError:
@@ -114,29 +123,40 @@ def _chunk_id(conn: Connection, record_digest: str) -> str:
 
 
 def checked_hint(
-    conn: Connection, inputs: Inputs, target: str, asked: str | None = None
+    conn: Connection,
+    inputs: Inputs,
+    target: str,
+    asked: str | None = None,
+    built: Rebuilt | None = None,
 ) -> dict[str, Any]:
     """`{"target", "steps", "admits"}` for the version with record digest
     `target`: each step the fix for the cause the last rebuild found, and
     `admits` true only when the rebuild with every step admits it. `asked`: the
-    words of the question, a query that may retrieve it when the pack's does not."""
+    words of the question, a query that may retrieve it when the pack's does not.
+    `built`: the pack as `rebuild(conn, inputs, query)` decides it, when the
+    caller has just decided it by the same steps (a `ledger check` case); else
+    the first round rebuilds it."""
     query = None if inputs.retrieval is None else inputs.retrieval.query
     steps: list[dict[str, Any]] = []
     current = inputs
     ref = _ref(conn, target)
+    # The rounds rebuild at one mark: each id's versions are read once for all.
+    reads = CheckReads(conn, inputs.mark)
     for _round in range(MAX_STEPS):
-        built = rebuild(conn, current, query)
+        if built is None:
+            built = rebuild(conn, current, query, reads)
         if built.context is None:
             return {"target": ref, "steps": steps, "admits": False}
         if any(c.record_digest == target for c in built.context.items):
             return {"target": ref, "steps": steps, "admits": True}
-        step, changed = _next_step(conn, built.inputs, built.context, target, query, asked)
+        step, changed = _next_step(conn, built.inputs, built.context, target, query, asked, reads)
         if step is None:
             return {"target": ref, "steps": steps, "admits": False}
         steps.append(step)
         if changed is None:
             return {"target": ref, "steps": steps, "admits": False}
         current, query = changed
+        built = None
     return {"target": ref, "steps": steps, "admits": False}
 
 
@@ -150,6 +170,7 @@ def _next_step(
     target: str,
     query: str | None,
     asked: str | None,
+    reads: CheckReads,
 ) -> _Next:
     """The fix for what keeps the target out of the pack these inputs decided
     (`context`), and the inputs (and query) with it applied (None when no change
@@ -158,7 +179,7 @@ def _next_step(
     if evicted is None:  # not a candidate: gates 1-6 first, then the retriever
         judged = _judged(conn, inputs, target)
         if judged is None:
-            return _retrieve_step(conn, inputs, target, query, asked)
+            return _retrieve_step(conn, inputs, target, query, asked, reads)
         version, evicted, context = judged
     else:
         version = evicted.candidate
@@ -168,7 +189,12 @@ def _next_step(
 
 
 def _retrieve_step(
-    conn: Connection, inputs: Inputs, target: str, query: str | None, asked: str | None
+    conn: Connection,
+    inputs: Inputs,
+    target: str,
+    query: str | None,
+    asked: str | None,
+    reads: CheckReads,
 ) -> _Next:
     """For a live version the retriever did not rank high enough: the query
     (the pack's, else the question's words) and the top K that would take it."""
@@ -178,7 +204,7 @@ def _retrieve_step(
     for text in (query, asked):
         if text is None:
             continue
-        ranked = rank_of(conn, parse_query(text), chunk_id, inputs)
+        ranked = rank_of(conn, parse_query(text), chunk_id, inputs, reads.live_of)
         if ranked is not None:
             top = max(ranked[0], inputs.retrieval.top or 0)
             step = {"kind": "retrieve", "query": parse_query(text).text, "top": top}

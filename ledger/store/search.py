@@ -31,7 +31,7 @@ from ledger.core.why import (
 from ledger.store.candidates import candidates_for
 from ledger.store.fulltext import Hit, closest_terms, search_versions
 from ledger.store.inputs import resolve_inputs
-from ledger.store.rebuild import checked_hint, first_causes
+from ledger.store.rebuild import Rebuilt, checked_hint, first_causes
 from ledger.store.retriever import rank_of, retrieve_query, with_retrieval
 from ledger.store.schema import packs, versions
 
@@ -166,10 +166,12 @@ def why(
     subject: str = "default",
     limit: int = 5,
     label: str | None = None,
+    built: Rebuilt | None = None,
 ) -> WhyAnswer:
     """`ledger why TEXT --json` (docs/reference/json.md): the matching versions'
     fate in one pack (default: the subject's newest), the verdict and the sentence
-    (`label`: how it names the pack; default "pack N")."""
+    (`label`: how it names the pack; default "pack N"; `built`: the pack as
+    `checked_hint` takes it)."""
     from ledger.store.access import check_subject
 
     q = parse_query(text)
@@ -189,13 +191,20 @@ def why(
             "(or name a pack)",
             param="pack",
         )
-    return _answer(conn, head, q, hits, limit, label)
+    return _answer(conn, head, q, hits, limit, label, built=built)
 
 
-def why_chunk(conn: Connection, chunk_id: str, pack_no: int, label: str | None = None) -> WhyAnswer:
+def why_chunk(
+    conn: Connection,
+    chunk_id: str,
+    pack_no: int,
+    label: str | None = None,
+    built: Rebuilt | None = None,
+) -> WhyAnswer:
     """`why` about one chunk id in a pack: every version of it, as `why TEXT`
     gives a match (`ledger check` explains an expected id with it; `label`
-    names the pack in the sentence). No version: the verdict `never_ingested`."""
+    names the pack in the sentence; `built` as `why` takes it). No version:
+    the verdict `never_ingested`."""
     from ledger.store.packs import pack_header
 
     head = pack_header(conn, pack_no)
@@ -209,7 +218,7 @@ def why_chunk(conn: Connection, chunk_id: str, pack_no: int, label: str | None =
     if not hits:
         sentence = f"No chunk {chunk_id!r} is in the ledger: it was never ingested."
         return WhyAnswer(chunk_id, pack_no, "never_ingested", sentence, ())
-    return _answer(conn, head, None, hits, 1, label, chunk_id)
+    return _answer(conn, head, None, hits, 1, label, chunk_id, built)
 
 
 def _answer(
@@ -220,8 +229,10 @@ def _answer(
     limit: int,
     label: str | None = None,
     asked: str | None = None,
+    built: Rebuilt | None = None,
 ) -> WhyAnswer:
-    """The answer about `hits` (matching versions) in the pack `head`."""
+    """The answer about `hits` (matching versions) in the pack `head` (`built`:
+    as `checked_hint` takes it)."""
     from ledger.store.inputs import inputs_of
     from ledger.store.packs import decision_rows, detail_of, reason_of
     from ledger.store.why_evicted import hint_for
@@ -310,7 +321,7 @@ def _answer(
         elif f.scope == inputs.scope:
             # Checked by rebuilding the pack as it was built, with each change.
             words = q.text if q is not None else None
-            f = replace(f, hint=checked_hint(conn, inputs, r.record_digest, words))
+            f = replace(f, hint=checked_hint(conn, inputs, r.record_digest, words, built))
         hinted.append(f)
     return answer(q.text if q is not None else str(asked), view, hinted, limit)
 

@@ -139,3 +139,50 @@ def test_the_live_version_of_any_ids_is_the_retrievers(tmp_path: Path, seed: int
             )
             asked = rnd.sample(ids, rnd.randrange(1, len(ids)))
             assert reads.live_of(inputs, asked) == live_versions(conn, inputs, asked)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_failing_case_is_explained_as_why_explains_its_recorded_pack(
+    tmp_path: Path, seed: int
+) -> None:
+    """A failing case's hints start from the pack the case decided (`built`)
+    instead of rebuilding it: each answer equals `why`'s own about the same
+    recorded pack, whose hints rebuild it."""
+    from ledger.store.check import CASE_PACK
+    from ledger.store.engine import rehearsal_transaction
+    from ledger.store.rebuild import Rebuilt
+    from ledger.store.recording import record_pack
+    from ledger.store.search import why, why_chunk
+
+    db = make_ledger(tmp_path / "ledger.db", seed)
+    rnd = random.Random(seed)
+    hinted = 0
+    with ledger.open(db) as lg:
+        with read_transaction(lg._engine) as conn:
+            mark = read_head(conn).seq
+            reads = CheckReads(conn, mark)
+            runs = []
+            for case in cases(rnd, 30):
+                try:
+                    d = decide_case(conn, case, Path.cwd(), mark, reads)
+                except LedgerError:
+                    continue
+                if all(c.id != case.admit[0].id for c in d.ctx.items):
+                    runs.append((case, d))
+        assert runs
+        for case, d in runs:
+            built = Rebuilt(d.inputs, d.candidates, d.ctx)
+            chunk_id = str(case.admit[0].id)
+            with rehearsal_transaction(lg._engine) as conn:
+                pack_no = record_pack(conn, d.inputs, d.candidates, d.ctx, d.vid_of)
+                words = " ".join(rnd.sample(WORDS, 2))
+                pairs = [
+                    (
+                        why_chunk(conn, chunk_id, pack_no, CASE_PACK, b),
+                        why(conn, words, pack_no, limit=2, label=CASE_PACK, built=b),
+                    )
+                    for b in (built, None)
+                ]
+                assert pairs[0] == pairs[1], case
+                hinted += sum(m.hint is not None for a in pairs[0] for m in a.matches)
+    assert hinted  # hints were compared, not only verdicts
