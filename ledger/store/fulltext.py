@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain, repeat
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Connection, TextClause, text
 
@@ -426,53 +426,76 @@ def hits_page(
     return [Hit(vid, cid, version, round_score(float(score))) for vid, cid, version, score in rows]
 
 
+class After(NamedTuple):
+    """Where the next band of `hits_band` starts: after the match scored
+    `score` with this chunk id and version id (id None: after every match
+    scored `score`). The score is the index's own, not rounded."""
+
+    score: float
+    chunk_id: str | None = None
+    vid: int | None = None
+
+
 def hits_band(
     conn: Connection,
     query: Query,
     mark: int,
-    below: float | None,
+    after: After | None,
     size: int,
     section: str = "evidence",
-) -> tuple[list[Hit], float | None]:
-    """`hits_page`, read by score bands: the retriever's fast path (bench rows
+) -> tuple[list[Hit], After | None]:
+    """`hits_page`, read a band at a time: the retriever's fast path (bench rows
     `check` and `build --query`), which joins to the versions only the matches
     of one band, not every match of the query (a query of common words
     matches thousands). A property test (tests/search/test_hits_band.py) holds
     the bands, laid end to end, equal to `hits_page` from offset 0.
 
-    A band is the matches scored below `below` (None: no bound) down to the
-    `size`-th best of them, with every match tied with that one: no tie is
-    split between bands, so each band sorted as `hits_page` sorts (score, then
-    id, then version id) continues the last. Returns the band's hits of the
-    section at `mark` (document scope) and the `below` of the next band, or
-    None when no match is left below this one."""
+    A band: of the matches after `after` in `hits_page`'s order (None: from
+    the first), those scored at least the `size`-th best score among them
+    (every match tied with it too), of the section at `mark` (document scope),
+    at most `size` of them in that order. Returns the band's hits and where the
+    next band starts, or None when no match is left after them."""
     cte, params = _matches(conn, query)
     more = _filters(None, mark, section, True, None, params)
     # One row at least (the cut, and no hit when the band holds none of the
-    # section's), so the next band's bound is read with the band.
+    # section's), so where the next band starts is read with this one.
     sql = (
-        f"{cte}, cut AS (SELECT score FROM m WHERE {_BELOW} "
-        "ORDER BY score DESC LIMIT 1 OFFSET :skip), "
-        "band AS MATERIALIZED (SELECT v.vid AS vid, v.chunk_id AS chunk_id, "
-        "v.source_version AS source_version, m.score AS score FROM m "
-        f"JOIN chunk_versions v ON v.vid = m.vid WHERE {_BELOW} "
-        f"AND (m.score >= (SELECT score FROM cut) OR NOT EXISTS (SELECT 1 FROM cut)){more}) "
+        f"{cte}, cut AS (SELECT score FROM m WHERE {_SCORED_AFTER} "
+        "ORDER BY score DESC LIMIT 1 OFFSET :skip) "
         "SELECT c.score, b.vid, b.chunk_id, b.source_version, b.score "
-        "FROM (SELECT (SELECT score FROM cut) AS score) c LEFT JOIN band b ON 1 = 1 "
+        "FROM (SELECT (SELECT score FROM cut) AS score) c LEFT JOIN ("
+        "SELECT v.vid AS vid, v.chunk_id AS chunk_id, v.source_version AS source_version, "
+        f"m.score AS score FROM m JOIN chunk_versions v ON v.vid = m.vid WHERE {_AFTER} "
+        f"AND (m.score >= (SELECT score FROM cut) OR NOT EXISTS (SELECT 1 FROM cut)){more} "
+        "ORDER BY m.score DESC, v.chunk_id, v.vid LIMIT :size) b ON 1 = 1 "
         "ORDER BY b.score DESC, b.chunk_id, b.vid"
     )
-    rows = fetch_tuples(conn, _text(sql), {**params, "below": below, "skip": size - 1})
+    score, chunk_id, vid = after if after is not None else (None, None, None)
+    bound = {"below": score, "after_id": chunk_id, "after_vid": vid}
+    rows = fetch_tuples(conn, _text(sql), {**params, **bound, "skip": size - 1, "size": size})
     cut = rows[0][0]
-    hits = [
-        Hit(vid, cid, version, round_score(float(score)))
-        for _cut, vid, cid, version, score in rows
-        if vid is not None
-    ]
-    return hits, None if cut is None else float(cut)
+    band = [row for row in rows if row[1] is not None]
+    hits = [Hit(vid, cid, ver, round_score(float(score))) for _c, vid, cid, ver, score in band]
+    if len(band) == size:  # the band may go on past its last hit
+        _c, vid, cid, _version, score = band[-1]
+        return hits, After(float(score), cid, vid)
+    # Every match of the band was read: the next starts below its cut.
+    return hits, None if cut is None else After(float(cut))
 
 
-# The band's upper bound (none for the first band), typed for PostgreSQL.
-_BELOW = "(CAST(:below AS DOUBLE PRECISION) IS NULL OR m.score < CAST(:below AS DOUBLE PRECISION))"
+# The matches after a band's start (`After`), typed for PostgreSQL: by score
+# alone (_SCORED_AFTER, a superset: those tied with the start's score, when it
+# names a match), and exactly (_AFTER).
+_BELOW = "CAST(:below AS DOUBLE PRECISION)"
+_SCORED_AFTER = (
+    f"({_BELOW} IS NULL OR m.score < {_BELOW} "
+    f"OR (m.score = {_BELOW} AND CAST(:after_id AS VARCHAR) IS NOT NULL))"
+)
+_AFTER = (
+    f"({_BELOW} IS NULL OR m.score < {_BELOW} OR (m.score = {_BELOW} "
+    "AND (v.chunk_id > CAST(:after_id AS VARCHAR) OR (v.chunk_id = CAST(:after_id AS VARCHAR) "
+    "AND v.vid > CAST(:after_vid AS INTEGER)))))"
+)
 
 
 @lru_cache(maxsize=64)

@@ -32,6 +32,7 @@ from ledger.core.select import standing
 from ledger.store.candidates import load_candidates
 from ledger.store.fulltext import (
     DEFAULT_TOP,
+    After,
     Hit,
     hits_band,
     matches_version,
@@ -80,21 +81,17 @@ def live_hits(
     if live_of is None:
         live_of = partial(live_versions, conn)
     live: dict[str, int | None] = {}
-    below: float | None = None
+    after: After | None = None
     size = first
     while True:
-        band, below = hits_band(conn, query, inputs.mark, below, size)
-        # Judged `size` at a time: a band of many ties may hold far more
-        # matches than the retrieval takes.
-        for start in range(0, len(band), size):
-            part = band[start : start + size]
-            unjudged = sorted({h.chunk_id for h in part} - live.keys())
-            if unjudged:
-                live.update(live_of(inputs, unjudged))
-            for hit in part:
-                if live[hit.chunk_id] == hit.vid:
-                    yield hit
-        if below is None:
+        band, after = hits_band(conn, query, inputs.mark, after, size)
+        unjudged = sorted({h.chunk_id for h in band} - live.keys())
+        if unjudged:
+            live.update(live_of(inputs, unjudged))
+        for hit in band:
+            if live[hit.chunk_id] == hit.vid:
+                yield hit
+        if after is None:
             return
         size = min(size * 2, LAST_PAGE)
 

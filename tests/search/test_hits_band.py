@@ -16,7 +16,7 @@ import ledger
 from ledger.core.query import parse_query
 from ledger.store.chain import read_head
 from ledger.store.engine import read_transaction
-from ledger.store.fulltext import Hit, hits_band, hits_page
+from ledger.store.fulltext import After, Hit, hits_band, hits_page
 from ledger.store.inputs import resolve_inputs
 from ledger.store.retriever import live_hits, live_versions
 from tests.conftest import chunk
@@ -53,11 +53,12 @@ def make_ledger(url: str, tmp: Path, seed: int) -> None:
 
 def banded(conn: Any, query: Any, mark: int, size: int) -> list[Hit]:
     out: list[Hit] = []
-    below: float | None = None
+    after: After | None = None
     while True:
-        band, below = hits_band(conn, query, mark, below, size)
+        band, after = hits_band(conn, query, mark, after, size)
+        assert len(band) <= size
         out += band
-        if below is None:
+        if after is None:
             return out
 
 
@@ -81,18 +82,22 @@ def test_the_bands_end_to_end_are_the_one_sorted_list(
     assert sizes_seen == {True, False}  # queries of one band and of many were read
 
 
-def test_a_band_keeps_every_match_tied_with_its_last(db_url: str, tmp_path: Path) -> None:
-    # Four versions hold the same words and score alike: a band of two holds all four.
+def test_a_band_of_tied_matches_goes_on_after_its_last(db_url: str, tmp_path: Path) -> None:
+    # Four versions hold the same words and score alike; one other scores lower.
     same = [chunk(id=f"same-{i}", content="harbor pilot") for i in range(4)]
     with ledger.open(db_url) as lg:
-        lg.ingest_records([*same, chunk(id="other", content="harbor harbor harbor tax")])
+        lg.ingest_records([*same, chunk(id="other", content="pilot tax tax tax tax tax")])
     with ledger.open(db_url) as lg, read_transaction(lg._engine) as conn:
         mark = read_head(conn).seq
         query = parse_query("pilot")
-        band, below = hits_band(conn, query, mark, None, 2)
-        assert sorted(h.chunk_id for h in band) == [f"same-{i}" for i in range(4)]
-        assert below is not None  # a cut was found: the next band is read (and is empty)
-        assert hits_band(conn, query, mark, below, 2) == ([], None)
+        band, after = hits_band(conn, query, mark, None, 3)
+        assert [h.chunk_id for h in band] == ["same-0", "same-1", "same-2"]
+        assert after is not None and after.chunk_id == "same-2"  # inside the tie
+        band, after = hits_band(conn, query, mark, after, 3)
+        assert [h.chunk_id for h in band] == ["same-3"]  # the rest of the tie
+        assert after is not None and after.chunk_id is None  # then below its score
+        band, after = hits_band(conn, query, mark, after, 3)
+        assert ([h.chunk_id for h in band], after) == (["other"], None)
 
 
 @pytest.mark.parametrize("seed", range(2))
