@@ -310,22 +310,33 @@ class Hit:
     score: float
 
 
-def _matches(conn: Connection, query: Query) -> tuple[str, dict[str, Any]]:
+def _matches(
+    conn: Connection, query: Query, vids: Sequence[int] | None = None
+) -> tuple[str, dict[str, Any]]:
     """A CTE `m(vid, score)`: every version matching the query, found by the index
-    alone. Materialized, so that the planner never drives the match from
-    `chunk_versions` (a scan of the ledger), and because SQLite's `bm25()` may
-    only be called in the statement that runs the match."""
+    alone (with `vids`: those of these versions only, each looked up in the
+    index by its id, not found among all the matches). Materialized, so that
+    the planner never drives the match from `chunk_versions` (a scan of the
+    ledger), and because SQLite's `bm25()` may only be called in the statement
+    that runs the match. A score does not depend on which versions are asked:
+    bm25 weighs a word by the whole index, ts_rank_cd a version alone."""
+    only, params = "", {}
+    if vids is not None:
+        params = {f"vid{i}": vid for i, vid in enumerate(vids)}
+        only = ", ".join(f":{name}" for name in params) or "NULL"
     if conn.dialect.name == "sqlite":
+        only = f" AND rowid IN ({only})" if vids is not None else ""
         return (
             f"WITH m AS MATERIALIZED (SELECT rowid AS vid, -bm25({TABLE}) AS score "
-            f"FROM {TABLE} WHERE {TABLE} MATCH :q)",
-            {"q": query.fts5()},
+            f"FROM {TABLE} WHERE {TABLE} MATCH :q{only})",
+            {**params, "q": query.fts5()},
         )
+    only = f" AND s.vid IN ({only})" if vids is not None else ""
     return (
         "WITH m AS MATERIALIZED (SELECT s.vid AS vid, CAST(ts_rank_cd(s.terms, q.q, 1) "
         f"AS DOUBLE PRECISION) AS score FROM {TABLE} s, to_tsquery('simple', :q) AS q(q) "
-        "WHERE s.terms @@ q.q)",
-        {"q": query.tsquery()},
+        f"WHERE s.terms @@ q.q{only})",
+        {**params, "q": query.tsquery()},
     )
 
 
@@ -383,8 +394,9 @@ def search_versions(
     documents_only: bool = False,
     vids: Sequence[int] | None = None,
 ) -> list[Hit]:
-    """The best-matching chunk versions, best first (ties: id, source_version)."""
-    cte, params = _matches(conn, query)
+    """The best-matching chunk versions, best first (ties: id, source_version);
+    with `vids`, of those versions only."""
+    cte, params = _matches(conn, query, vids)
     more = _filters(as_of, mark, section, documents_only, vids, params)
     params["limit"] = limit
     sql = (

@@ -16,7 +16,7 @@ import ledger
 from ledger.core.query import parse_query
 from ledger.store.chain import read_head
 from ledger.store.engine import read_transaction
-from ledger.store.fulltext import After, Hit, hits_band, hits_page
+from ledger.store.fulltext import After, Hit, hits_band, hits_page, search_versions
 from ledger.store.inputs import resolve_inputs
 from ledger.store.retriever import live_hits, live_versions
 from tests.conftest import chunk
@@ -126,3 +126,23 @@ def test_the_live_hits_read_by_bands_are_the_plain_walks(
             got = list(live_hits(conn, query, inputs, first=rnd.choice([1, 3, 8])))
             assert got == plain, (query, mark)
             assert len(got) < len(every)  # versions that are not live were read and left
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_scores_of_named_versions_are_their_scores_among_all_matches(
+    db_url: str, tmp_path: Path, seed: int
+) -> None:
+    """`search_versions(vids=...)` looks the versions up in the index: each
+    score is the one it has among every match (bm25 weighs a word by the whole
+    index), and the versions are those of the whole search that are named."""
+    make_ledger(db_url, tmp_path, seed)
+    rnd = random.Random(seed)
+    with ledger.open(db_url) as lg, read_transaction(lg._engine) as conn:
+        for _ in range(20):
+            query = parse_query(" ".join(rnd.sample(WORDS, rnd.randrange(1, 4))))
+            every = search_versions(conn, query, limit=10**6)
+            named = rnd.sample(range(1, 140), 12)  # some match, some do not
+            limit = rnd.choice([3, 12])
+            got = search_versions(conn, query, limit=limit, vids=named)
+            assert got == [h for h in every if h.vid in named][:limit]
+            assert got  # some named versions matched
