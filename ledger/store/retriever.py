@@ -45,8 +45,9 @@ from ledger.tokens import ESTIMATED
 
 FIRST_PAGE = 64  # matches read at first; each further band twice the last
 LAST_PAGE = 4096
-# A retrieval of `top` reads a band of 2 x top matches at first (at least MIN_PAGE): most
-# matches are live, and each match read is an id judged.
+# A retrieval of `top` reads a band of 2 x top matches at first (at least
+# MIN_PAGE), in case some are not live, and judges them top at a time: most
+# matches are live, and each id judged is its versions read.
 MIN_PAGE = 8
 
 # How the retriever learns each id's live version (`live_versions`' answer for
@@ -73,11 +74,15 @@ def live_hits(
     inputs: Inputs,
     live_of: LiveOf | None = None,
     first: int = FIRST_PAGE,
+    step: int | None = None,
 ) -> Iterator[Hit]:
     """The evidence versions matching `query` that are their id's live version
     for these inputs, best first (score, then id): at most one per id.
     `live_of`: how ids are judged (default: `live_versions` on `conn`);
-    `first`: how many matches the first band reads (`hits_band`)."""
+    `first`: how many matches the first band reads (`hits_band`); `step`: how
+    many of a band's matches are judged at a time (default: the band's size),
+    so that a caller who takes fewer hits than a band holds judges no more ids
+    than it reads."""
     if live_of is None:
         live_of = partial(live_versions, conn)
     live: dict[str, int | None] = {}
@@ -85,12 +90,15 @@ def live_hits(
     size = first
     while True:
         band, after = hits_band(conn, query, inputs.mark, after, size)
-        unjudged = sorted({h.chunk_id for h in band} - live.keys())
-        if unjudged:
-            live.update(live_of(inputs, unjudged))
-        for hit in band:
-            if live[hit.chunk_id] == hit.vid:
-                yield hit
+        judged = step or size
+        for start in range(0, len(band), judged):
+            part = band[start : start + judged]
+            unjudged = sorted({h.chunk_id for h in part} - live.keys())
+            if unjudged:
+                live.update(live_of(inputs, unjudged))
+            for hit in part:
+                if live[hit.chunk_id] == hit.vid:
+                    yield hit
         if after is None:
             return
         size = min(size * 2, LAST_PAGE)
@@ -103,7 +111,7 @@ def retrieve_query(
     q = parse_query(query_text)
     check_top(top)
     ranked: list[Ranked] = []
-    for hit in live_hits(conn, q, inputs, live_of, max(2 * top, MIN_PAGE)):
+    for hit in live_hits(conn, q, inputs, live_of, max(2 * top, MIN_PAGE), top):
         ranked.append(Ranked(hit.chunk_id, hit.source_version, len(ranked) + 1, hit.score))
         if len(ranked) == top:
             break

@@ -104,8 +104,9 @@ def test_a_band_of_tied_matches_goes_on_after_its_last(db_url: str, tmp_path: Pa
 def test_the_live_hits_read_by_bands_are_the_plain_walks(
     db_url: str, tmp_path: Path, seed: int
 ) -> None:
-    """`live_hits` (by bands) is the rule read plainly: of every match in
-    `hits_page`'s order, those that are their id's live version."""
+    """`live_hits` (by bands, judged a step at a time) is the rule read
+    plainly: of every match in `hits_page`'s order, those that are their id's
+    live version."""
     make_ledger(db_url, tmp_path, seed)
     rnd = random.Random(seed)
     with ledger.open(db_url) as lg:
@@ -123,7 +124,8 @@ def test_the_live_hits_read_by_bands_are_the_plain_walks(
             every = hits_page(conn, query, mark, 0, 10**6)
             live = live_versions(conn, inputs, sorted({h.chunk_id for h in every}))
             plain = [h for h in every if live[h.chunk_id] == h.vid]
-            got = list(live_hits(conn, query, inputs, first=rnd.choice([1, 3, 8])))
+            first, step = rnd.choice([1, 3, 8]), rnd.choice([None, 1, 2, 5])
+            got = list(live_hits(conn, query, inputs, first=first, step=step))
             assert got == plain, (query, mark)
             assert len(got) < len(every)  # versions that are not live were read and left
 
