@@ -320,18 +320,19 @@ def _matches(
     ledger), and because SQLite's `bm25()` may only be called in the statement
     that runs the match. A score does not depend on which versions are asked:
     bm25 weighs a word by the whole index, ts_rank_cd a version alone."""
-    only, params = "", {}
+    sqlite = conn.dialect.name == "sqlite"
+    params: dict[str, Any] = {}
+    only = ""
     if vids is not None:
         params = {f"vid{i}": vid for i, vid in enumerate(vids)}
-        only = ", ".join(f":{name}" for name in params) or "NULL"
-    if conn.dialect.name == "sqlite":
-        only = f" AND rowid IN ({only})" if vids is not None else ""
+        names = ", ".join(f":{name}" for name in params) or "NULL"
+        only = f" AND {'rowid' if sqlite else 's.vid'} IN ({names})"
+    if sqlite:
         return (
             f"WITH m AS MATERIALIZED (SELECT rowid AS vid, -bm25({TABLE}) AS score "
             f"FROM {TABLE} WHERE {TABLE} MATCH :q{only})",
             {**params, "q": query.fts5()},
         )
-    only = f" AND s.vid IN ({only})" if vids is not None else ""
     return (
         "WITH m AS MATERIALIZED (SELECT s.vid AS vid, CAST(ts_rank_cd(s.terms, q.q, 1) "
         f"AS DOUBLE PRECISION) AS score FROM {TABLE} s, to_tsquery('simple', :q) AS q(q) "
