@@ -358,9 +358,10 @@ def _filters(
     mark: int | None,
     section: str | None,
     documents_only: bool,
-    vids: Sequence[int] | None,
     params: dict[str, Any],
 ) -> str:
+    """The conditions on the matched versions `v`, their values put in `params`
+    (which versions were asked for is `_matches`' own condition)."""
     where = []
     if as_of is not None:
         where.append(
@@ -375,12 +376,6 @@ def _filters(
         params["section"] = section
     if documents_only:
         where.append("v.scope IS NULL")
-    if vids is not None:
-        names = []
-        for i, vid in enumerate(vids):
-            params[f"vid{i}"] = vid
-            names.append(f":vid{i}")
-        where.append(f"v.vid IN ({', '.join(names) or 'NULL'})")
     return "".join(f" AND {w}" for w in where)
 
 
@@ -398,7 +393,7 @@ def search_versions(
     """The best-matching chunk versions, best first (ties: id, source_version);
     with `vids`, of those versions only."""
     cte, params = _matches(conn, query, vids)
-    more = _filters(as_of, mark, section, documents_only, vids, params)
+    more = _filters(as_of, mark, section, documents_only, params)
     params["limit"] = limit
     sql = (
         f"{cte} SELECT v.vid, v.chunk_id, v.source_version, m.score FROM m "
@@ -414,7 +409,7 @@ def _hits(conn: Connection, query: Query, mark: int, section: str) -> tuple[str,
     """CTEs ending in `hits(vid, chunk_id, source_version, score)`: the matching
     versions of a section at `mark` (document scope)."""
     cte, params = _matches(conn, query)
-    more = _filters(None, mark, section, True, None, params)
+    more = _filters(None, mark, section, True, params)
     return (
         f"{cte}, hits AS MATERIALIZED (SELECT v.vid AS vid, v.chunk_id AS chunk_id, "
         "v.source_version AS source_version, m.score AS score FROM m "
@@ -469,7 +464,7 @@ def hits_band(
     at most `size` of them in that order. Returns the band's hits and where the
     next band starts, or None when no match is left after them."""
     cte, params = _matches(conn, query)
-    more = _filters(None, mark, section, True, None, params)
+    more = _filters(None, mark, section, True, params)
     # One row at least (the cut, and no hit when the band holds none of the
     # section's), so where the next band starts is read with this one.
     sql = (
