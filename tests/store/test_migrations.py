@@ -25,6 +25,7 @@ from ledger.api.ingest import ingest_files as ingest
 from ledger.core.errors import SchemaError
 from ledger.store.engine import (
     BUSY_TIMEOUT_MS,
+    MMAP_BYTES,
     SCHEMA_REVISION,
     current_revision,
     make_engine,
@@ -198,6 +199,7 @@ def test_new_database_file_is_owner_only(tmp_path: Path) -> None:
         ("journal_mode", "wal"),
         ("busy_timeout", BUSY_TIMEOUT_MS),
         ("synchronous", 2),
+        ("mmap_size", MMAP_BYTES),
     ],
 )
 def test_pragmas_on_every_engine_connection(db_path: Path, pragma: str, expected: object) -> None:
