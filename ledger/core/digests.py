@@ -182,7 +182,8 @@ def manifest_digest_fast(
 ) -> str:
     """The pack digest from the admissions in order and the evictions' entry texts
     (`eviction_entry`) in record digest order."""
-    members: dict[str, str | list[str]] = {k: canonical_json(v) for k, v in inputs.items()}
+    # The inputs in C, as `input_digest_fast` writes them.
+    members: dict[str, str | list[str]] = {k: trusted_json(v) for k, v in inputs.items()}
     members["input_digest"] = canonical_json(in_digest)
     members["admitted"] = admitted_entries(admitted)
     members["evicted"] = evicted

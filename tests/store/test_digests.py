@@ -50,6 +50,21 @@ REASON_DETAIL = st.sampled_from(REASONS).flatmap(
     lambda reason: st.tuples(st.just(reason), _detail(reason))
 )
 
+# A retrieval build's record, as `Inputs.to_json` writes it (scores as text).
+RETRIEVAL = st.fixed_dictionaries(
+    {
+        "query": ODD,
+        "top": INT,
+        "candidates_digest": st.none() | HEX,
+        "ranked": st.lists(
+            st.fixed_dictionaries(
+                {"id": ODD, "source_version": ODD, "rank": INT, "score": st.just("7.59046") | ODD}
+            ),
+            max_size=4,
+        ),
+    }
+)
+
 INPUTS = st.fixed_dictionaries(
     {
         "as_of": st.just("2026-07-01"),
@@ -62,7 +77,7 @@ INPUTS = st.fixed_dictionaries(
         "counter": st.just("estimated_tokens"),
         "selector_version": ODD,
     },
-    optional={"scope": ODD, "retrieval": HEX},
+    optional={"scope": ODD, "retrieval": HEX | RETRIEVAL},
 )
 
 
