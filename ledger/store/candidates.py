@@ -12,13 +12,14 @@ from functools import cache
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, Text, and_, bindparam, cast, func, select
+from sqlalchemy import Connection, String, Text, and_, bindparam, cast, func, select, text
 from sqlalchemy.exc import DBAPIError
 
 from ledger.core.candidates import CANDIDATE_ROW, candidates_of_columns
 from ledger.core.errors import InputError, IntegrityError
 from ledger.core.records import EXCHANGE_SCOPE
 from ledger.core.select import SELECTOR_V1, Candidate
+from ledger.store.engine import fetch_tuples_fast
 from ledger.store.fulltext import apply_ranks, retrieval_filter
 from ledger.store.inputs import DOCUMENTS, TRANSCRIPT_SCOPE, Inputs
 from ledger.store.schema import versions
@@ -45,12 +46,13 @@ def load_candidates(
     return read_candidates(conn, query, mark, scope, counter, params)
 
 
-def candidates_query(dialect: str, scope: str, where: Any = None) -> Any:
+def candidates_query(dialect: str, scope: str, where: Any = None, contents: bool = False) -> Any:
     """`load_candidates`' statement, for a caller that runs one shape many
-    times (`read_candidates`): a statement made once is compiled once."""
+    times (`read_candidates`): a statement made once is compiled once.
+    `contents`: with the versions' contents too (`read_candidates_and_contents`)."""
     if scope != DOCUMENTS and not scope.startswith(TRANSCRIPT_SCOPE):
         raise InputError(f"unknown pack scope {scope!r}")
-    query = _scope_rows(dialect, scope == DOCUMENTS)
+    query = _scope_rows(dialect, scope == DOCUMENTS, contents)
     return query if where is None else query.where(where)
 
 
@@ -63,12 +65,58 @@ def read_candidates(
     params: Mapping[str, Any] | None = None,
 ) -> tuple[list[Candidate], dict[str, int]]:
     """Run `candidates_query(dialect, scope, ...)`: `load_candidates`' answer."""
+    return _candidates_of(conn, _column_texts(conn, query, mark, scope, params), counter)
+
+
+def json_list_in(column: Any, name: str, dialect: str) -> Any:
+    """`column IN` the strings of a JSON array bound as `:name`: one statement
+    for any number of ids, compiled once (an IN list of bound values is
+    written anew for each execution; `read_candidates_and_contents` reads many)."""
+    if dialect == "sqlite":
+        values = text(f"SELECT value FROM json_each(:{name})")
+    else:
+        values = text(f"SELECT json_array_elements_text(CAST(:{name} AS json)) AS value")
+    return column.in_(values.columns(value=String))
+
+
+def read_candidates_and_contents(
+    conn: Connection,
+    query: Any,
+    mark: int,
+    counter: str,
+    params: Mapping[str, Any] | None = None,
+) -> tuple[list[Candidate], dict[str, int], dict[int, str | None]]:
+    """`read_candidates` of `candidates_query(dialect, DOCUMENTS, ..., contents=True)`,
+    and the versions' contents by version id (None: erased), read with them.
+    Read by `fetch_tuples_fast` (a check run reads the versions of a few ids per
+    case): the query holds no IN list to expand (`json_list_in`)."""
+    texts = _column_texts(conn, query, mark, DOCUMENTS, params, fast=True)
+    # As the plain read of a content gives it: a text, or a number the file
+    # holds instead (changed by hand) as its text, or None.
+    contents = [None if v is None else str(v) for v in msgspec.json.decode(texts.pop())]
+    cands, vid_of = _candidates_of(conn, texts, counter)  # checks the version ids
+    vids: list[int] = msgspec.json.decode(texts[-1])
+    return cands, vid_of, dict(zip(vids, contents, strict=True))
+
+
+def _column_texts(
+    conn: Connection,
+    query: Any,
+    mark: int,
+    scope: str,
+    params: Mapping[str, Any] | None,
+    fast: bool = False,
+) -> list[Any]:
+    """The one row of a candidates query: a JSON array per column (with
+    `fast`, read by `fetch_tuples_fast`)."""
     params = {**(params or {}), "mark": mark}
     if scope.startswith(TRANSCRIPT_SCOPE):
         params["transcript"] = scope[len(TRANSCRIPT_SCOPE) :]
     try:
         # One row: SQLAlchemy's statement cache compiles the query's shape once.
-        texts: list[Any] = list(conn.execute(query, params).one())
+        if fast:
+            return list(fetch_tuples_fast(conn, query, params)[0])
+        return list(conn.execute(query, params).one())
     except DBAPIError as exc:
         if "JSON cannot hold BLOB" not in str(exc.orig):
             raise
@@ -76,6 +124,12 @@ def read_candidates(
             "a chunk version holds a BLOB where a text or number belongs: the database "
             "was altered; run `ledger verify` to name the entry"
         ) from None
+
+
+def _candidates_of(
+    conn: Connection, texts: list[Any], counter: str
+) -> tuple[list[Candidate], dict[str, int]]:
+    """The candidates of a candidates query's row, costed by `counter`."""
     columns = _stored_columns(texts)
     vids = columns[-1]
     if counter != ESTIMATED:
@@ -86,9 +140,10 @@ def read_candidates(
 
 
 @cache
-def _scope_rows(dialect: str, documents: bool) -> Any:
+def _scope_rows(dialect: str, documents: bool, contents: bool = False) -> Any:
     """The candidates query of a scope before its `where`, built once per shape:
-    CANDIDATE_ROW's columns, then the version id, of the versions at `:mark`."""
+    CANDIDATE_ROW's columns, then the version id (and with `contents`, the
+    content), of the versions at `:mark`."""
     c = versions.c
     # The cost is the stored estimate (a build under another counter replaces
     # it). Gate 6's tie-break (superseded) is "the later ingest wins": an ingest
@@ -98,6 +153,8 @@ def _scope_rows(dialect: str, documents: bool) -> Any:
     stored_as = {"id": c.chunk_id, "tokens": c.estimated_tokens, "ingest_rank": c.batch_seq}
     cols = [stored_as[name] if name in stored_as else c[name] for name in CANDIDATE_ROW]
     cols.append(c.vid)
+    if contents:
+        cols.append(c.content)
     json_array = _JSON_ARRAY[dialect]
     query = select(*[json_array(col) for col in cols]).where(c.batch_seq <= bindparam("mark"))
     # By the stored scope, which only the transcript ingest path writes: never

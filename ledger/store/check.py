@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, select
+from sqlalchemy import Connection, Engine
 
 from ledger.core.checks import (
     ADMIT,
@@ -34,12 +34,12 @@ from ledger.store.build import decide
 from ledger.store.candidates import candidates_for
 from ledger.store.chain import read_head
 from ledger.store.check_reads import CheckReads
-from ledger.store.engine import fetch_tuples, read_transaction, rehearsal_transaction
+from ledger.store.engine import read_transaction, rehearsal_transaction
 from ledger.store.inputs import Inputs, ledger_mark, resolve_inputs
+from ledger.store.readers import contents_of
 from ledger.store.rebuild import Rebuilt
 from ledger.store.recording import context_digests, record_pack
 from ledger.store.retriever import with_retrieval
-from ledger.store.schema import versions
 from ledger.store.search import why, why_chunk
 
 
@@ -72,7 +72,7 @@ def run_checks(
                 results.append(CaseResult(case.name, None))
                 continue
             phrases = any(item.text is not None for item in (*case.admit, *case.exclude))
-            missed = misses(case, admitted_of(conn, decided, phrases))
+            missed = misses(case, admitted_of(conn, decided, phrases, reads))
             if missed:
                 failing.append((len(results), case, decided, missed, None))
             results.append(CaseResult(case.name, decided.pack_digest))
@@ -119,22 +119,17 @@ def decide_case(
     return Decided(inputs, candidates, ctx, vid_of, pack_digest)
 
 
-def admitted_of(conn: Connection, decided: Decided, contents: bool = True) -> list[Admitted]:
+def admitted_of(
+    conn: Connection, decided: Decided, contents: bool = True, reads: CheckReads | None = None
+) -> list[Admitted]:
     """The admitted chunks' ids and contents (None for an erased body; None for
-    every one without `contents`, when the case names no phrase)."""
+    every one without `contents`, when the case names no phrase). `reads`: the
+    run's memos, which hold the contents of the versions a retrieval read."""
     vids = [decided.vid_of[c.record_digest] for c in decided.ctx.items]
-    content: dict[int, str | None] = {}
+    body: dict[int, str | None] = {}
     if contents:
-        for start in range(0, len(vids), 500):
-            for vid, body in fetch_tuples(conn, _CONTENTS, {"vids": vids[start : start + 500]}):
-                content[int(vid)] = None if body is None else str(body)
-    return [Admitted(c.id, content.get(decided.vid_of[c.record_digest])) for c in decided.ctx.items]
-
-
-# One statement for every case (its IN list expanded as it runs): compiled once.
-_CONTENTS = select(versions.c.vid, versions.c.content).where(
-    versions.c.vid.in_(bindparam("vids", expanding=True))
-)
+        body = contents_of(conn, vids) if reads is None else reads.contents(vids)
+    return [Admitted(c.id, body.get(vid)) for c, vid in zip(decided.ctx.items, vids, strict=True)]
 
 
 def explain(engine: Engine, decided: Decided, missed: list[Miss]) -> list[Failure]:

@@ -3,31 +3,35 @@
 A check run decides every case in one read transaction at one ledger mark
 (`ledger.store.check`), so what one case reads is what the next would read:
 the inputs of a date, subject, budget and counter, and the versions of a chunk
-id. `CheckReads` keeps them for the run. It is the named fast path of the bench
-row "check: 1,000 retrieval cases on 100,000 chunks" (bench/bench_check.py),
-where reading them again per case was most of a passing case's cost; the
-rebuilds of one checked hint (`ledger.store.rebuild.checked_hint`), all at
-the pack's mark, share them too. The plain reads are `resolve_inputs`,
-`live_versions` and `candidates_for`; a property test
+id, with their contents (which a case's phrases are matched in). `CheckReads`
+keeps them for the run. It is the named fast path of the bench row "check:
+1,000 retrieval cases on 100,000 chunks" (bench/bench_check.py), where reading
+them again per case was most of a passing case's cost; the rebuilds of one
+checked hint (`ledger.store.rebuild.checked_hint`), all at the pack's mark,
+share them too. The plain reads are `resolve_inputs`, `live_versions`,
+`candidates_for` and `contents_of`; a property test
 (tests/check/test_check_reads.py) holds each method equal to its plain read on
-generated ledgers.
+generated ledgers, on both backends.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import Connection, bindparam
+from sqlalchemy import Connection
 
 from ledger.core.select import SELECTOR_V1, Candidate, standing
 from ledger.store.candidates import (
     candidates_for,
     candidates_query,
+    json_list_in,
     load_candidates,
-    read_candidates,
+    read_candidates_and_contents,
 )
 from ledger.store.fulltext import apply_ranks, unranked_sections
 from ledger.store.inputs import DOCUMENTS, Inputs, resolve_inputs
+from ledger.store.readers import contents_of
 from ledger.store.retriever import live_versions
 from ledger.store.schema import versions
 from ledger.tokens import ESTIMATED
@@ -46,10 +50,13 @@ class CheckReads:
         # as their cost) and their version ids; an id with none maps to [].
         self._versions: dict[str, list[tuple[Candidate, int]]] = {}
         self._unranked: list[tuple[Candidate, int]] | None = None
-        # The versions of a list of ids (`ids`, expanded as it runs): one
-        # statement for every read, so that it is compiled once.
-        ids = versions.c.chunk_id.in_(bindparam("ids", expanding=True))
-        self._of_ids = candidates_query(conn.dialect.name, DOCUMENTS, ids)
+        # The contents of the versions read by `versions`, by version id: a
+        # case's admitted chunks are nearly all among them.
+        self._contents: dict[int, str | None] = {}
+        # The versions of a list of ids (`ids`, a JSON array), with their
+        # contents: one statement for every read, compiled once.
+        ids = json_list_in(versions.c.chunk_id, "ids", conn.dialect.name)
+        self._of_ids = candidates_query(conn.dialect.name, DOCUMENTS, ids, contents=True)
 
     def inputs(self, as_of: str, subject: str, budget: int | None, counter: str) -> Inputs:
         """`resolve_inputs(conn, as_of, subject, budget=, counter=, ledger_at=mark)`."""
@@ -67,14 +74,21 @@ class CheckReads:
         unseen = [chunk_id for chunk_id in wanted if chunk_id not in self._versions]
         for start in range(0, len(unseen), _PART):
             part = unseen[start : start + _PART]
-            cands, vid_of = read_candidates(
-                self.conn, self._of_ids, self.mark, DOCUMENTS, ESTIMATED, {"ids": part}
+            cands, vid_of, contents = read_candidates_and_contents(
+                self.conn, self._of_ids, self.mark, ESTIMATED, {"ids": json.dumps(part)}
             )
+            self._contents.update(contents)
             for chunk_id in part:
                 self._versions[chunk_id] = []
             for c in cands:
                 self._versions[c.id].append((c, vid_of[c.record_digest]))
         return [pair for chunk_id in wanted for pair in self._versions[chunk_id]]
+
+    def contents(self, vids: Sequence[int]) -> dict[int, str | None]:
+        """`contents_of(conn, vids)`: those of versions `versions` read kept
+        from that read, the others read now."""
+        kept = {vid: self._contents[vid] for vid in vids if vid in self._contents}
+        return {**kept, **contents_of(self.conn, [vid for vid in vids if vid not in kept])}
 
     def live_of(self, inputs: Inputs, ids: Sequence[str]) -> dict[str, int | None]:
         """`live_versions(conn, inputs, ids)`: per id, the version id of its one

@@ -41,7 +41,7 @@ from ledger.core.query import (
     round_score,
 )
 from ledger.core.tsvector import index_payload
-from ledger.store.engine import copy_binary, fetch_tuples, stream_tuples
+from ledger.store.engine import copy_binary, fetch_tuples, fetch_tuples_fast, stream_tuples
 from ledger.store.schema import versions
 
 TABLE = "search_index"
@@ -480,7 +480,7 @@ def hits_band(
     )
     score, chunk_id, vid = after if after is not None else (None, None, None)
     bound = {"below": score, "after_id": chunk_id, "after_vid": vid}
-    rows = fetch_tuples(conn, _text(sql), {**params, **bound, "skip": size - 1, "size": size})
+    rows = fetch_tuples_fast(conn, _text(sql), {**params, **bound, "skip": size - 1, "size": size})
     cut = rows[0][0]
     band = [row for row in rows if row[1] is not None]
     hits = [Hit(vid, cid, ver, round_score(float(score))) for _c, vid, cid, ver, score in band]

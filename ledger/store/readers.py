@@ -12,9 +12,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, and_, bindparam, or_, select
 
 from ledger.core.errors import InputError, NotFoundError
+from ledger.store.engine import fetch_tuples
 from ledger.store.schema import erasures, versions
 
 IN_LIST = 500  # ids per IN (...) list
@@ -74,6 +75,22 @@ def resolve_ref(conn: Connection, ref: str) -> Sequence[Any]:
             f"ref: {low} is ambiguous, it matches: {listing}; give more characters", param="ref"
         )
     return rows
+
+
+def contents_of(conn: Connection, vids: Sequence[int]) -> dict[int, str | None]:
+    """The contents of these versions by version id (None: erased)."""
+    out: dict[int, str | None] = {}
+    for start in range(0, len(vids), IN_LIST):
+        part = list(vids[start : start + IN_LIST])
+        for vid, body in fetch_tuples(conn, _CONTENTS, {"vids": part}):
+            out[int(vid)] = None if body is None else str(body)
+    return out
+
+
+# One statement for every read (its IN list expanded as it runs): compiled once.
+_CONTENTS = select(versions.c.vid, versions.c.content).where(
+    versions.c.vid.in_(bindparam("vids", expanding=True))
+)
 
 
 def erased_info(conn: Connection, vids: Sequence[int]) -> dict[int, dict[str, Any]]:

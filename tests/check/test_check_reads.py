@@ -17,7 +17,7 @@ from ledger.core.checks import Case, Expect
 from ledger.core.errors import LedgerError
 from ledger.core.select import Candidate
 from ledger.store.chain import read_head
-from ledger.store.check import Decided, decide_case
+from ledger.store.check import Decided, admitted_of, decide_case
 from ledger.store.check_reads import CheckReads
 from ledger.store.engine import read_transaction
 from ledger.store.inputs import resolve_inputs
@@ -59,9 +59,9 @@ def corpus(rnd: random.Random, batch: int) -> list[dict[str, Any]]:
     return out
 
 
-def make_ledger(path: Path, seed: int) -> str:
+def make_ledger(url: str, seed: int) -> str:
     rnd = random.Random(seed)
-    with ledger.open(str(path), create=True) as lg:
+    with ledger.open(url) as lg:
         lg.ingest_records(corpus(rnd, 0))
         lg.grant("default", "public-read")
         lg.set_policy(allow_trust=["approved-source"], budget=120)
@@ -69,7 +69,8 @@ def make_ledger(path: Path, seed: int) -> str:
         lg.retract([f"c{rnd.randrange(16):02d}"], from_date=rnd.choice(DATES))
         lg.grant("staff", "staff-read")
         lg.ingest_records(corpus(rnd, 2))
-    return str(path)
+        lg.erase([f"c{rnd.randrange(16):02d}"], reason="a body erased: its content is None")
+    return url
 
 
 def cases(rnd: random.Random, n: int) -> list[Case]:
@@ -104,6 +105,7 @@ def decided(conn: Any, case: Case, mark: int, reads: CheckReads | None) -> Any:
         d.ctx,
         d.vid_of,
         d.pack_digest,
+        admitted_of(conn, d, True, reads),  # the contents kept from the reads, or read
     )
 
 
@@ -113,9 +115,9 @@ def _identity(c: Candidate) -> tuple[str, str, str]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_each_case_decides_through_the_shared_reads_as_through_the_plain_ones(
-    tmp_path: Path, seed: int
+    db_url: str, seed: int
 ) -> None:
-    db = make_ledger(tmp_path / "ledger.db", seed)
+    db = make_ledger(db_url, seed)
     rnd = random.Random(seed)
     with ledger.open(db) as lg, read_transaction(lg._engine) as conn:
         head = read_head(conn).seq
@@ -126,8 +128,8 @@ def test_each_case_decides_through_the_shared_reads_as_through_the_plain_ones(
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_live_version_of_any_ids_is_the_retrievers(tmp_path: Path, seed: int) -> None:
-    db = make_ledger(tmp_path / "ledger.db", seed)
+def test_the_live_version_of_any_ids_is_the_retrievers(db_url: str, seed: int) -> None:
+    db = make_ledger(db_url, seed)
     rnd = random.Random(seed)
     ids = [f"c{i:02d}" for i in range(18)]  # two ids were never ingested
     with ledger.open(db) as lg, read_transaction(lg._engine) as conn:
@@ -143,7 +145,7 @@ def test_the_live_version_of_any_ids_is_the_retrievers(tmp_path: Path, seed: int
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_failing_case_is_explained_as_why_explains_its_recorded_pack(
-    tmp_path: Path, seed: int
+    db_url: str, seed: int
 ) -> None:
     """A failing case's hints start from the pack the case decided (`built`)
     instead of rebuilding it: each answer equals `why`'s own about the same
@@ -154,7 +156,7 @@ def test_a_failing_case_is_explained_as_why_explains_its_recorded_pack(
     from ledger.store.recording import record_pack
     from ledger.store.search import why, why_chunk
 
-    db = make_ledger(tmp_path / "ledger.db", seed)
+    db = make_ledger(db_url, seed)
     rnd = random.Random(seed)
     hinted = 0
     with ledger.open(db) as lg:

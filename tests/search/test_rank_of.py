@@ -5,7 +5,6 @@ match (or it has none)."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
@@ -27,8 +26,8 @@ def walked(conn: object, query: object, chunk_id: str, inputs: object) -> object
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_rank_of_is_the_walks_answer(tmp_path: Path, seed: int) -> None:
-    db = make_ledger(tmp_path / "ledger.db", seed)
+def test_rank_of_is_the_walks_answer(db_url: str, seed: int) -> None:
+    db = make_ledger(db_url, seed)
     rnd = random.Random(seed)
     ids = [f"c{i:02d}" for i in range(18)]  # two never ingested
     answers = set()
