@@ -37,6 +37,10 @@ from ledger.store.schema import versions
 from ledger.tokens import ESTIMATED
 
 _PART = 500  # ids per read: well under the drivers' limits on parameters
+# The contents kept at most (characters): past it, those kept so far are let go
+# (a later case reads its own again), so a run over long chunks holds a few of
+# them, not every one it judged.
+CONTENTS_KEPT = 1 << 25
 
 
 class CheckReads:
@@ -53,6 +57,7 @@ class CheckReads:
         # The contents of the versions read by `versions`, by version id: a
         # case's admitted chunks are nearly all among them.
         self._contents: dict[int, str | None] = {}
+        self._contents_size = 0  # their characters
         # The versions of a list of ids (`ids`, a JSON array), with their
         # contents: one statement for every read, compiled once.
         ids = json_list_in(versions.c.chunk_id, "ids", conn.dialect.name)
@@ -77,12 +82,20 @@ class CheckReads:
             cands, vid_of, contents = read_candidates_and_contents(
                 self.conn, self._of_ids, self.mark, ESTIMATED, {"ids": json.dumps(part)}
             )
-            self._contents.update(contents)
+            self._keep(contents)
             for chunk_id in part:
                 self._versions[chunk_id] = []
             for c in cands:
                 self._versions[c.id].append((c, vid_of[c.record_digest]))
         return [pair for chunk_id in wanted for pair in self._versions[chunk_id]]
+
+    def _keep(self, contents: dict[int, str | None]) -> None:
+        size = sum(len(body) for body in contents.values() if body is not None)
+        if self._contents_size + size > CONTENTS_KEPT:
+            self._contents.clear()
+            self._contents_size = 0
+        self._contents.update(contents)
+        self._contents_size += size
 
     def contents(self, vids: Sequence[int]) -> dict[int, str | None]:
         """`contents_of(conn, vids)`: those of versions `versions` read kept

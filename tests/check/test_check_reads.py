@@ -16,6 +16,7 @@ import ledger
 from ledger.core.checks import Case, Expect
 from ledger.core.errors import LedgerError
 from ledger.core.select import Candidate
+from ledger.store import check_reads
 from ledger.store.chain import read_head
 from ledger.store.check import Decided, admitted_of, decide_case
 from ledger.store.check_reads import CheckReads
@@ -125,6 +126,23 @@ def test_each_case_decides_through_the_shared_reads_as_through_the_plain_ones(
             reads = CheckReads(conn, mark)  # shared by all the cases, as in a run
             for case in cases(rnd, 40):
                 assert decided(conn, case, mark, reads) == decided(conn, case, mark, None), case
+
+
+def test_contents_let_go_past_their_cap_are_read_again(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run keeps at most CONTENTS_KEPT characters of contents: past it, a
+    case's admitted contents are read again, the same."""
+    monkeypatch.setattr(check_reads, "CONTENTS_KEPT", 40)
+    db = make_ledger(db_url, 7)
+    rnd = random.Random(7)
+    with ledger.open(db) as lg, read_transaction(lg._engine) as conn:
+        mark = read_head(conn).seq
+        reads = CheckReads(conn, mark)
+        for case in cases(rnd, 40):
+            assert decided(conn, case, mark, reads) == decided(conn, case, mark, None), case
+        # Some were let go: fewer are kept than the versions read.
+        assert len(reads._contents) < sum(len(pairs) for pairs in reads._versions.values())
 
 
 @pytest.mark.parametrize("seed", range(6))
