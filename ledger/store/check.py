@@ -3,7 +3,7 @@
 A case's pack is decided by the build's own steps (`resolve_inputs`,
 `with_retrieval`, `candidates_for`, `decide`) at one ledger mark for the whole
 run, inside one read transaction, and its pack digest is the one `ledger build`
-with the same inputs would record (`context_digests`). Only a case that fails
+with the same inputs would record (`pack_digests`). Only a case that fails
 is explained: its pack is recorded in a rehearsal transaction (always rolled
 back), and `why` / `why-evicted` answer about the missed expectation in that
 pack, checked hints included. The ledger is unchanged by a check.
@@ -38,7 +38,7 @@ from ledger.store.engine import read_transaction, rehearsal_transaction
 from ledger.store.inputs import Inputs, ledger_mark, resolve_inputs
 from ledger.store.readers import contents_of
 from ledger.store.rebuild import Rebuilt
-from ledger.store.recording import context_digests, record_pack
+from ledger.store.recording import PackDigests, pack_digests, record_pack
 from ledger.store.retriever import with_retrieval
 from ledger.store.search import why, why_chunk
 
@@ -51,7 +51,11 @@ class Decided:
     candidates: list[Candidate]
     ctx: Context
     vid_of: dict[str, int]
-    pack_digest: str
+    digests: PackDigests  # what `ledger build` would record, and its evictions' columns
+
+    @property
+    def pack_digest(self) -> str:
+        return self.digests.pack_digest
 
 
 def run_checks(
@@ -115,8 +119,7 @@ def decide_case(
         raise
     except LedgerError as exc:
         raise ContextError(f"case {case.name!r}: {exc}", exc.exit_code, param=exc.param) from None
-    _in_digest, pack_digest = context_digests(inputs, candidates, ctx)
-    return Decided(inputs, candidates, ctx, vid_of, pack_digest)
+    return Decided(inputs, candidates, ctx, vid_of, pack_digests(inputs, candidates, ctx))
 
 
 def admitted_of(
@@ -138,7 +141,14 @@ def explain(engine: Engine, decided: Decided, missed: list[Miss]) -> list[Failur
     # The pack as a hint's first rebuild would decide it: it was, by the same steps.
     built = Rebuilt(decided.inputs, decided.candidates, decided.ctx)
     with rehearsal_transaction(engine) as conn:
-        pack_no = record_pack(conn, decided.inputs, decided.candidates, decided.ctx, decided.vid_of)
+        pack_no = record_pack(
+            conn,
+            decided.inputs,
+            decided.candidates,
+            decided.ctx,
+            decided.vid_of,
+            digests=decided.digests,
+        )
         return [_explain(conn, pack_no, miss, built) for miss in missed]
 
 

@@ -89,11 +89,11 @@ def first_causes(
 
 
 def _judged(
-    conn: Connection, inputs: Inputs, target: str
+    conn: Connection, inputs: Inputs, target: str, chunk_id: str
 ) -> tuple[Candidate, Eviction, Context] | None:
-    """`first_cause`, and gates 1-6's decision over the id's versions as a
-    Context (what the core's fix reads: a superseding version's date)."""
-    chunk_id = _chunk_id(conn, target)
+    """`first_cause`, and gates 1-6's decision over the versions of the
+    target's id as a Context (what the core's fix reads: a superseding
+    version's date)."""
     candidates, _vids = load_candidates(
         conn, inputs.mark, ESTIMATED, inputs.scope, versions.c.chunk_id == chunk_id
     )
@@ -116,10 +116,6 @@ def _ref(conn: Connection, record_digest: str) -> dict[str, str]:
         "source_version": row.source_version,
         "record_digest": record_digest,
     }
-
-
-def _chunk_id(conn: Connection, record_digest: str) -> str:
-    return _ref(conn, record_digest)["id"]
 
 
 def checked_hint(
@@ -149,7 +145,9 @@ def checked_hint(
             return {"target": ref, "steps": steps, "admits": False}
         if any(c.record_digest == target for c in built.context.items):
             return {"target": ref, "steps": steps, "admits": True}
-        step, changed = _next_step(conn, built.inputs, built.context, target, query, asked, reads)
+        step, changed = _next_step(
+            conn, built.inputs, built.context, (target, ref["id"]), query, asked, reads
+        )
         if step is None:
             return {"target": ref, "steps": steps, "admits": False}
         steps.append(step)
@@ -167,19 +165,20 @@ def _next_step(
     conn: Connection,
     inputs: Inputs,
     context: Context,
-    target: str,
+    target: tuple[str, str],
     query: str | None,
     asked: str | None,
     reads: CheckReads,
 ) -> _Next:
-    """The fix for what keeps the target out of the pack these inputs decided
-    (`context`), and the inputs (and query) with it applied (None when no change
-    of a build's options moves it)."""
-    evicted = next((e for e in context.evicted if e.candidate.record_digest == target), None)
+    """The fix for what keeps the target (its record digest and chunk id) out of
+    the pack these inputs decided (`context`), and the inputs (and query) with
+    it applied (None when no change of a build's options moves it)."""
+    digest, chunk_id = target
+    evicted = next((e for e in context.evicted if e.candidate.record_digest == digest), None)
     if evicted is None:  # not a candidate: gates 1-6 first, then the retriever
-        judged = _judged(conn, inputs, target)
+        judged = _judged(conn, inputs, digest, chunk_id)
         if judged is None:
-            return _retrieve_step(conn, inputs, target, query, asked, reads)
+            return _retrieve_step(conn, inputs, chunk_id, query, asked, reads)
         version, evicted, context = judged
     else:
         version = evicted.candidate
@@ -191,14 +190,14 @@ def _next_step(
 def _retrieve_step(
     conn: Connection,
     inputs: Inputs,
-    target: str,
+    chunk_id: str,
     query: str | None,
     asked: str | None,
     reads: CheckReads,
 ) -> _Next:
-    """For a live version the retriever did not rank high enough: the query
-    (the pack's, else the question's words) and the top K that would take it."""
-    chunk_id = _chunk_id(conn, target)
+    """For a live version of `chunk_id` the retriever did not rank high enough:
+    the query (the pack's, else the question's words) and the top K that would
+    take it."""
     if inputs.retrieval is None or query is None:  # a file's list: not ours to widen
         return None, None
     for text in (query, asked):
