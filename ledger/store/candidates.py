@@ -71,12 +71,16 @@ def read_candidates(
 def json_list_in(column: Any, name: str, dialect: str) -> Any:
     """`column IN` the strings of a JSON array bound as `:name`: one statement
     for any number of ids, compiled once (an IN list of bound values is
-    written anew for each execution; `read_candidates_and_contents` reads many)."""
+    written anew for each execution; `read_candidates_and_contents` reads many).
+    On PostgreSQL as `= ANY(ARRAY(...))`, which the planner reads as it reads a
+    list of values (the column's index, whatever the table's statistics); `IN
+    (subquery)` may hash the whole table when they are stale (after an ingest)."""
     if dialect == "sqlite":
-        values = text(f"SELECT value FROM json_each(:{name})")
-    else:
-        values = text(f"SELECT json_array_elements_text(CAST(:{name} AS json)) AS value")
-    return column.in_(values.columns(value=String))
+        values = text(f"SELECT value FROM json_each(:{name})").columns(value=String)
+        return column.in_(values)
+    return column.op("=")(
+        text(f"ANY(ARRAY(SELECT json_array_elements_text(CAST(:{name} AS json))))")
+    )
 
 
 def read_candidates_and_contents(
