@@ -12,7 +12,10 @@ and reads, on a throwaway server on 127.0.0.1 (tests/pgserver.py).
   decision rows;
 - verify of that ledger vs psycopg reading every row and hashing every body
   (at most 3x);
-- diff of two 100,000-candidate packs vs psycopg reading both packs' rows.
+- diff of two 100,000-candidate packs vs psycopg reading both packs' rows;
+- check of 1,000 all-passing retrieval cases on 100,000 chunks (`--quick`: 200 on
+  20,000) vs psycopg running the same queries' top 20 on the same index (at most
+  8x, the bar of the SQLite rows).
 
     .venv/bin/python bench/bench_pg.py [--quick]
 """
@@ -234,6 +237,50 @@ def bench_fulltext(server: Any, n: int, tmp: Path) -> dict[str, Any]:
     }
 
 
+def bench_check(server: Any, n: int, count: int, tmp: Path) -> dict[str, Any]:
+    """`Ledger.check` of `count` all-passing retrieval cases (bench_check's
+    two-topic queries) against a raw psycopg loop of the same queries' top 20 on
+    the ledger's own full-text table, after ANALYZE (the statistics a ledger
+    has once autovacuum has seen its ingest)."""
+    from bench_check import cases_for
+    from bench_search import setup
+
+    import ledger
+    from ledger.core.query import parse_query
+    from tests.pgserver import create_database
+
+    url = create_database(server, "bench_check")
+    setup(url, tmp / "pg-check.jsonl", n)
+    cases = cases_for(n, count, failing=False)
+    con = _raw(url)
+    con.execute("ANALYZE")
+    con.commit()
+    sql = (
+        "SELECT vid FROM search_index, to_tsquery('simple', %s) q "
+        "WHERE terms @@ q ORDER BY ts_rank_cd(terms, q, 1) DESC LIMIT 20"
+    )
+    queries = [parse_query(case["query"]).tsquery() for case in cases]
+    t0 = time.perf_counter()
+    for query in queries:
+        con.execute(sql, (query,)).fetchall()
+    baseline = time.perf_counter() - t0
+    con.close()
+    with ledger.open(url) as lg:
+        lg.check(cases[:5])  # warm: imports, the first connection
+        t0 = time.perf_counter()
+        result = lg.check(cases)
+        ours = time.perf_counter() - t0
+    return {
+        "bench": f"pg: check {count:,} retrieval cases on {n:,} chunks, two topic words",
+        "ours": ours,
+        "baseline": baseline,
+        "unit": "s",
+        "target": "<= 8x raw top-20, as on SQLite",
+        "ok": result.passed == count and ours <= 8 * baseline,
+        "note": f"{result.passed} pass; baseline: raw psycopg top 20 on the same index",
+    }
+
+
 def bench_audit(server: Any, packs: int, tmp: Path, diff_n: int) -> list[dict[str, Any]]:
     from bench_audit import _many_packs
 
@@ -359,6 +406,9 @@ def rows(quick: bool) -> list[dict[str, Any]]:
             if not quick:
                 out.append(bench_build(server, 100_000, tmp))
             out += bench_audit(server, 10 if quick else 500, tmp, 20_000 if quick else 100_000)
+            out.append(
+                bench_check(server, 20_000 if quick else 100_000, 200 if quick else 1_000, tmp)
+            )
             return out
     finally:
         pgserver.stop(server)
