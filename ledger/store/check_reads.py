@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
 
 from sqlalchemy import Connection
 
@@ -58,10 +60,7 @@ class CheckReads:
         # case's admitted chunks are nearly all among them.
         self._contents: dict[int, str | None] = {}
         self._contents_size = 0  # their characters
-        # The versions of a list of ids (`ids`, a JSON array), with their
-        # contents: one statement for every read, compiled once.
-        ids = json_list_in(versions.c.chunk_id, "ids", conn.dialect.name)
-        self._of_ids = candidates_query(conn.dialect.name, DOCUMENTS, ids, contents=True)
+        self._of_ids = _versions_of_ids(conn.dialect.name)
 
     def inputs(self, as_of: str, subject: str, budget: int | None, counter: str) -> Inputs:
         """`resolve_inputs(conn, as_of, subject, budget=, counter=, ledger_at=mark)`."""
@@ -138,6 +137,15 @@ class CheckReads:
     def _mine(self, inputs: Inputs) -> bool:
         """Whether these inputs read what the memos hold: documents at the mark."""
         return inputs.scope == DOCUMENTS and inputs.mark == self.mark
+
+
+@cache
+def _versions_of_ids(dialect: str) -> Any:
+    """The versions of a list of ids (`ids`, a JSON array) with their contents:
+    one statement per dialect for every run and every hint, so that
+    `fetch_tuples_fast` compiles it once."""
+    ids = json_list_in(versions.c.chunk_id, "ids", dialect)
+    return candidates_query(dialect, DOCUMENTS, ids, contents=True)
 
 
 __all__ = ["CheckReads"]
