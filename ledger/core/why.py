@@ -75,6 +75,9 @@ class PackView:
     scope: str = DOCUMENTS
     retrieval: Retrieval | None = None
     label: str | None = None  # how sentences name it; default "pack N"
+    # The entry a build now would see, when entries after `mark` changed what a
+    # build with the pack's options decides from (None: nothing did).
+    changed_to: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,15 +264,17 @@ def answer(
     found: Iterable[Found],
     limit: int,
     closest_terms: Sequence[str] = (),
+    erased_bodies: int = 0,
 ) -> WhyAnswer:
     """The whole answer: every match classified and ordered, at most `limit`
     versions, the verdict (the headline's status, or `never_ingested`) and the
-    sentence."""
+    sentence. `erased_bodies`: how many chunk bodies the ledger erased (their
+    text is no longer searched, so "never ingested" is not certain)."""
     found = list(found)
     if not found:
         return WhyAnswer(
             text, pack.number if pack else None, "never_ingested",
-            never_sentence(text, closest_terms), (), tuple(closest_terms),
+            never_sentence(text, closest_terms, erased_bodies), (), tuple(closest_terms),
         )  # fmt: skip
     if pack is None:
         raise ValueError("matches need a pack to be judged against")
@@ -278,13 +283,35 @@ def answer(
     said = sentence(head, pack)
     if not head.matched:
         said = f"{said} {_words_elsewhere(head, matches, budget_unit(pack.scope))}"
+    given = {m.id for m in matches if m.status == "admitted"}  # ids the agent was given
     if head.status == "admitted":
-        # What stands between the agent and the fact: another id's version the
-        # pack left out or never considered is named too.
-        other = next((m for m in matches if m.id != head.id and m.status != "admitted"), None)
+        # What stands between the agent and the fact: another id the pack left
+        # out or never considered (not an older version of an id it admitted).
+        other = next((m for m in matches if m.id not in given), None)
         if other is not None:
             said = f"{said} But {sentence(other, pack)}"
+    else:
+        # The words asked may have reached the agent all the same, in another id.
+        other = next((m for m in matches if m.id in given and m.matched), None)
+        if other is not None:
+            said = f"{said} The words asked reached the agent in another chunk: " + sentence(
+                other, pack
+            )
+        if pack.changed_to is not None:
+            said = f"{said} {_moved_on(pack)}"
     return WhyAnswer(text, pack.number, head.status, said, tuple(matches))
+
+
+def _moved_on(pack: PackView) -> str:
+    """For a pack whose inputs a build now would not share: what its hints hold for."""
+    name = pack.label or f"pack {pack.number}"
+    return (
+        f"The ledger has changed since {name} was built: it saw entries up to "
+        f"{pack.mark}, and a build now (up to entry {pack.changed_to}) decides from other "
+        f"grants, policy, retractions or chunks. Its hints hold for it as built (a build "
+        f"with --ledger-at {pack.mark}); build a new pack and ask again to see what admits "
+        "the chunk now."
+    )
 
 
 def _first_ids(matches: Sequence[WhyMatch], limit: int) -> list[WhyMatch]:
@@ -378,12 +405,21 @@ def _scope_words(scope: str, pack_scope: str) -> str:
     return "it is an exchange of another transcript annotation than this pack's"
 
 
-def never_sentence(text: str, closest: Sequence[str]) -> str:
-    """The answer when nothing matches."""
+def never_sentence(text: str, closest: Sequence[str], erased_bodies: int = 0) -> str:
+    """The answer when nothing matches (`erased_bodies`: as `answer` takes it)."""
     near = (
         f" The closest terms the index knows: {', '.join(closest)}."
         if closest
         else " The index knows no similar terms."
     )
     quoted = text if len(text) > 1 and text[0] == text[-1] == '"' else f'"{text}"'
+    if erased_bodies:
+        bodies = (
+            "the chunk body" if erased_bodies == 1 else f"one of the {erased_bodies} chunk bodies"
+        )
+        return (
+            f"Nothing in the ledger matches {quoted}: it was never ingested, or it was in "
+            f"{bodies} the ledger erased (an erased body's text is no longer searched; "
+            f"`ledger why-evicted ID` still answers for an erased chunk).{near}"
+        )
     return f"Nothing in the ledger matches {quoted}: it was never ingested.{near}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import Connection, select
@@ -29,7 +29,7 @@ from ledger.core.transcript import (
 from ledger.store.access import Policy, check_budget, check_subject, grants_at, policy_at
 from ledger.store.chain import read_head
 from ledger.store.packs import retrieval_of, snapshot_of
-from ledger.store.schema import reinstatements, retractions
+from ledger.store.schema import entries, reinstatements, retractions, versions
 from ledger.tokens import COUNTERS, ESTIMATED, counter_id
 
 DOCUMENTS = "documents"
@@ -169,6 +169,47 @@ def resolve_inputs(
         retractions=retractions_at(conn, mark),
         reinstatements=reinstatements_at(conn, mark),
     )
+
+
+def inputs_now(conn: Connection, inputs: Inputs, now: int) -> Inputs | None:
+    """A recorded pack's options (as-of date, subject, budget, counter, its
+    retrieval) as a build at ledger entry `now` resolves them, when an entry
+    after the pack's mark changes what that build decides from: a version
+    ingested in its scope, the subject's grants, the allowed trust labels, a
+    retraction or reinstatement, or the selector (a pack of an older one). None
+    when nothing did: a build now decides from the pack's own inputs.
+
+    A hint is what a user applies to a build they run now; so a hint about a
+    pack whose inputs have changed since is checked on these (docs/reference/
+    gates.md, "Hints"). A transcript pack answers for its own session: None."""
+    if inputs.is_transcript or now <= inputs.mark:
+        return None
+    e = entries.c
+    later_entry = conn.execute(
+        select(e.seq).where(e.seq > inputs.mark, e.seq <= now, e.kind != "pack").limit(1)
+    ).first()
+    if later_entry is None and inputs.selector_version == SELECTOR_VERSION:
+        return None  # only packs since: a pack changes nothing a build reads
+    later = resolve_inputs(
+        conn, inputs.as_of, inputs.subject, budget=inputs.budget,
+        counter=inputs.counter.split("@")[0], ledger_at=now,
+    )  # fmt: skip
+    later = replace(later, retrieval=inputs.retrieval)
+    v = versions.c
+    ingested = conn.execute(
+        select(v.vid)
+        .where(v.batch_seq > inputs.mark, v.batch_seq <= now, v.scope.is_(None))
+        .limit(1)
+    ).first()
+    unchanged = (
+        ingested is None
+        and later.grants == inputs.grants
+        and later.policy.allowed_trust == inputs.policy.allowed_trust
+        and later.retractions == inputs.retractions
+        and later.reinstatements == inputs.reinstatements
+        and later.selector_version == inputs.selector_version
+    )
+    return None if unchanged else later
 
 
 def ledger_mark(head: int, ledger_at: int | None) -> int:

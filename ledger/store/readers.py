@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, or_, select
+from sqlalchemy import Connection, and_, bindparam, func, or_, select
 
 from ledger.core.errors import InputError, NotFoundError
 from ledger.store.engine import fetch_tuples
@@ -107,6 +107,11 @@ def erased_info(conn: Connection, vids: Sequence[int]) -> dict[int, dict[str, An
         for vid, seq, reason in rows:
             out[int(vid)] = {"entry": int(seq), "reason": reason}
     return out
+
+
+def erased_bodies(conn: Connection) -> int:
+    """How many chunk bodies the ledger has erased."""
+    return int(conn.execute(select(func.count()).select_from(erasures)).scalar_one())
 
 
 def erased_by_digest(conn: Connection, record_digests: Sequence[str]) -> dict[str, dict[str, Any]]:

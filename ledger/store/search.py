@@ -10,7 +10,7 @@ own inputs, or on the inputs of the build that would retrieve it) and lets
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, func, select
@@ -29,8 +29,10 @@ from ledger.core.why import (
     order_found,
 )
 from ledger.store.candidates import candidates_for
+from ledger.store.chain import read_head
 from ledger.store.fulltext import Hit, closest_terms, search_versions
-from ledger.store.inputs import resolve_inputs
+from ledger.store.inputs import inputs_now, resolve_inputs
+from ledger.store.readers import erased_bodies, erased_info
 from ledger.store.rebuild import Rebuilt, checked_hint, first_causes
 from ledger.store.retriever import rank_of, retrieve_query, with_retrieval
 from ledger.store.schema import packs, versions
@@ -103,7 +105,6 @@ def search(
         from ledger.core.reasons import check_date
 
         check_date(as_of)
-    from ledger.store.readers import erased_info
 
     hits = search_versions(conn, q, limit=limit, as_of=as_of)
     rows = _version_rows(conn, [h.vid for h in hits])
@@ -167,11 +168,13 @@ def why(
     limit: int = 5,
     label: str | None = None,
     built: Rebuilt | None = None,
+    asker: Asker | None = None,
 ) -> WhyAnswer:
     """`ledger why TEXT --json` (docs/reference/json.md): the matching versions'
     fate in one pack (default: the subject's newest), the verdict and the sentence
     (`label`: how it names the pack; default "pack N"; `built`: the pack as
-    `checked_hint` takes it)."""
+    `checked_hint` takes it; `asker`: who asks, default a user at the ledger's
+    newest entry)."""
     from ledger.store.access import check_subject
 
     q = parse_query(text)
@@ -183,15 +186,28 @@ def why(
     hits = search_versions(conn, q, limit=limit * 4 + 8)
     if not hits:
         return answer(
-            q.text, None if head is None else _view(head), [], limit, closest_terms(conn, q)
-        )
+            q.text, None if head is None else _view(head), [], limit, closest_terms(conn, q),
+            erased_bodies(conn),
+        )  # fmt: skip
     if head is None:
         raise NotFoundError(
             f"no pack has been built for subject {subject!r}: build one for it first "
             "(or name a pack)",
             param="pack",
         )
-    return _answer(conn, head, q, hits, limit, label, built=built)
+    return _answer(conn, head, q, hits, limit, label, built=built, asker=asker)
+
+
+@dataclass(frozen=True, slots=True)
+class Asker:
+    """Who a `why` answers, for its hints. `now`: the ledger entry the asker
+    builds at (a pack's hints are checked on a build then: `inputs_now`);
+    `retrieve_asked`: whether the words asked may stand as a retrieval query in
+    a hint (a user asking `why`), or only the pack's own query may (a context
+    test, whose case's question is its query, not the expected answer)."""
+
+    now: int
+    retrieve_asked: bool = True
 
 
 def why_chunk(
@@ -200,11 +216,12 @@ def why_chunk(
     pack_no: int,
     label: str | None = None,
     built: Rebuilt | None = None,
+    asker: Asker | None = None,
 ) -> WhyAnswer:
     """`why` about one chunk id in a pack: every version of it, as `why TEXT`
     gives a match (`ledger check` explains an expected id with it; `label`
-    names the pack in the sentence; `built` as `why` takes it). No version:
-    the verdict `never_ingested`."""
+    names the pack in the sentence; `built` and `asker` as `why` takes them).
+    No version: the verdict `never_ingested`."""
     from ledger.store.packs import pack_header
 
     head = pack_header(conn, pack_no)
@@ -218,7 +235,7 @@ def why_chunk(
     if not hits:
         sentence = f"No chunk {chunk_id!r} is in the ledger: it was never ingested."
         return WhyAnswer(chunk_id, pack_no, "never_ingested", sentence, ())
-    return _answer(conn, head, None, hits, 1, label, chunk_id, built)
+    return _answer(conn, head, None, hits, 1, label, chunk_id, built, asker)
 
 
 def _answer(
@@ -230,9 +247,10 @@ def _answer(
     label: str | None = None,
     asked: str | None = None,
     built: Rebuilt | None = None,
+    asker: Asker | None = None,
 ) -> WhyAnswer:
-    """The answer about `hits` (matching versions) in the pack `head` (`built`:
-    as `checked_hint` takes it)."""
+    """The answer about `hits` (matching versions) in the pack `head` (`built`
+    and `asker`: as `why` takes them)."""
     from ledger.store.inputs import inputs_of
     from ledger.store.packs import decision_rows, detail_of, reason_of
     from ledger.store.why_evicted import hint_for
@@ -254,7 +272,6 @@ def _answer(
             h.vid: h.score
             for h in search_versions(conn, pack_query, limit=len(missing), vids=missing)
         }
-    from ledger.store.readers import erased_info
 
     erased = erased_info(conn, [h.vid for h in hits])
     # The versions the pack never considered: every gate at its own inputs.
@@ -304,7 +321,10 @@ def _answer(
     ordered = order_found(found, view)
     shown_ids = list(dict.fromkeys(f.id for f in ordered))[:limit]
     shown = [f for f in ordered if f.id in shown_ids]
-    queries = [x for x in (pack_query, q) if x is not None]
+    if asker is None:
+        asker = Asker(read_head(conn).seq)
+    words = q.text if q is not None and asker.retrieve_asked else None
+    queries = [x for x in (pack_query, None if words is None else q) if x is not None]
     vid_of = {(rows[h.vid].chunk_id, rows[h.vid].source_version): h.vid for h in hits}
     cache: dict[Any, Any] = {}
     hinted = []
@@ -317,12 +337,17 @@ def _answer(
                     decided=replace(f.decided, hint=hint_for(conn, head, r.record_digest, cache)),
                 )
         elif r.batch_seq > head.ledger_mark:
-            f = replace(f, hint=_rebuild_hint(conn, head, inputs, r, queries))
+            f = replace(f, hint=_rebuild_hint(conn, head, inputs, r, queries, asker.now))
         elif f.scope == inputs.scope:
             # Checked by rebuilding the pack as it was built, with each change.
-            words = q.text if q is not None else None
             f = replace(f, hint=checked_hint(conn, inputs, r.record_digest, words, built))
         hinted.append(f)
+    if not all(f.decided is not None and f.decided.reason is None for f in shown):
+        # A hint holds for the pack as built: the answer says when a build now
+        # decides from other inputs (docs/reference/gates.md, "Hints").
+        later = inputs_now(conn, inputs, asker.now)
+        if later is not None:
+            view = replace(view, changed_to=later.mark)
     return answer(q.text if q is not None else str(asked), view, hinted, limit)
 
 
@@ -397,14 +422,15 @@ def _retrieve_hint(conn: Connection, inputs: Any, row: Any, queries: list[Query]
 
 
 def _rebuild_hint(
-    conn: Connection, head: Any, inputs: Any, row: Any, queries: list[Query]
+    conn: Connection, head: Any, inputs: Any, row: Any, queries: list[Query], at: int
 ) -> dict[str, Any]:
-    """For a version ingested after the pack: a build now, with the pack's date,
-    subject, budget and retrieval query (grants and policy as they stand now),
-    and the retrieval that offers it if that query would not."""
+    """For a version ingested after the pack: a build now (at entry `at`), with
+    the pack's date, subject, budget and retrieval query (grants and policy as
+    they stand now), and the retrieval that offers it if that query would not."""
     now = resolve_inputs(
-        conn, head.as_of, head.subject, budget=head.budget, counter=head.counter.split("@")[0]
-    )
+        conn, head.as_of, head.subject, budget=head.budget, counter=head.counter.split("@")[0],
+        ledger_at=at,
+    )  # fmt: skip
     retrieval = inputs.retrieval
     if retrieval is not None and retrieval.query is not None:
         now = with_retrieval(conn, now, retrieval.query, retrieval.top)
@@ -420,4 +446,4 @@ def _rebuild_hint(
     return _simulated_hint(conn, now, row.record_digest, step)
 
 
-__all__ = ["Hit", "SearchResult", "check_limit", "search", "snippet", "why", "why_chunk"]
+__all__ = ["Asker", "Hit", "SearchResult", "check_limit", "search", "snippet", "why", "why_chunk"]

@@ -136,3 +136,67 @@ def test_a_phrase_asked_is_quoted_once_in_the_never_ingested_sentence() -> None:
     assert a.sentence.startswith('Nothing in the ledger matches "brass sextant": it was never')
     b = answer("brass sextant", PACK, [], 5)
     assert b.sentence.startswith('Nothing in the ledger matches "brass sextant": it was never')
+
+
+def test_but_names_an_id_the_agent_was_not_given() -> None:
+    """An admitted lead's sentence names another id left out, never an older
+    version of an id the pack admitted (the agent was given that id)."""
+    lead = found(id="cors", source_version="B", score=3.0, decided=Decided(None, None))
+    old = found(
+        id="cors-guide", source_version="A", score=2.5,
+        decided=Decided("superseded", {"by": {"id": "cors-guide", "source_version": "B",
+                                              "record_digest": "d" * 64}}),
+    )  # fmt: skip
+    current = found(id="cors-guide", source_version="B", score=0.0, decided=Decided(None, None))
+    a = answer("cors", PACK, [lead, old, current], 5)
+    assert a.verdict == "admitted" and " But " not in a.sentence
+    left_out = found(
+        id="cors-note", score=1.0, decided=Decided("budget", {"needed": 5, "remaining": 1})
+    )
+    a = answer("cors", PACK, [lead, old, current, left_out], 5)
+    assert a.sentence.endswith(
+        "But cors-note@v1 was left out of pack 3 (as of 2026-07-21, subject default) by budget: "
+        "it needed 5 tokens but only 1 remained."
+    )
+
+
+def test_a_left_out_lead_says_when_the_words_reached_the_agent_in_another_chunk() -> None:
+    lead = found(id="aiofiles", source_version="A", score=3.0,
+                 decided=Decided("retracted", {"from": "2025-01-01", "entry": 9}))  # fmt: skip
+    mirror = found(id="mirror-aiofiles", score=3.0, decided=Decided(None, None))
+    a = answer('"install aiofiles"', PACK, [lead, mirror], 5)
+    assert a.verdict == "evicted"
+    assert a.sentence.endswith(
+        "The words asked reached the agent in another chunk: mirror-aiofiles@v1 was admitted "
+        "to pack 3 (as of 2026-07-21, subject default)."
+    )
+    # Not when the other chunk holds them only in another version of its own.
+    elsewhere = found(id="mirror-aiofiles", score=3.0, decided=Decided(None, None), matched=False)
+    assert "reached the agent" not in answer("x", PACK, [lead, elsewhere], 5).sentence
+
+
+def test_never_ingested_is_not_claimed_when_bodies_were_erased() -> None:
+    a = answer('"carrier delays"', PACK, [], 5, (), erased_bodies=2)
+    assert a.verdict == "never_ingested"
+    assert a.sentence.startswith(
+        'Nothing in the ledger matches "carrier delays": it was never ingested, or it was '
+        "in one of the 2 chunk bodies the ledger erased (an erased body's text is no longer "
+        "searched; "
+    )
+    one = answer("x", PACK, [], 5, (), erased_bodies=1).sentence
+    assert "or it was in the chunk body the ledger erased" in one
+    assert answer("x", PACK, [], 5).sentence.startswith(
+        'Nothing in the ledger matches "x": it was never ingested. '
+    )
+
+
+def test_a_pack_the_ledger_has_moved_past_says_what_its_hints_hold_for() -> None:
+    hint = {"target": {}, "steps": [{"kind": "grant", "permission": "x"}], "admits": True}
+    f = found(decided=Decided("permission_denied", {"required_permission": "x"}, hint))
+    moved = PackView(3, "2026-07-21", "default", 10, changed_to=14)
+    said = answer("refund", moved, [f], 5).sentence
+    assert "The ledger has changed since pack 3 was built: it saw entries up to 10" in said
+    assert "(a build with --ledger-at 10)" in said
+    assert "changed since" not in answer("refund", PACK, [f], 5).sentence
+    admitted = found(decided=Decided(None, None))
+    assert "changed since" not in answer("refund", moved, [admitted], 5).sentence
