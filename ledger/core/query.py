@@ -93,6 +93,22 @@ def normalize_words(text: str) -> list[str]:
     return words
 
 
+def holds_words(content: str, phrase: str) -> bool:
+    """Whether `content` holds the words of `phrase` one after another, as the
+    index sees words: what stands between them (punctuation, markup) does not
+    count, as it does not for a quoted phrase in `why`.
+
+    >>> holds_words("the refund policy; formal decisions", "Refund policy formal")
+    True
+    >>> holds_words("the refund policy", "policy refund")
+    False
+    """
+    wanted = normalize_words(phrase)
+    words = normalize_words(content)
+    n = len(wanted)
+    return n > 0 and any(words[i : i + n] == wanted for i in range(len(words) - n + 1))
+
+
 def index_words(title: str | None, content: str) -> list[str]:
     """The words the full-text index holds for one chunk version, in order: its
     title's, then its content's, at most `MAX_WORDS` of them.

@@ -11,12 +11,13 @@ pack, checked hints included. The ledger is unchanged by a check.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from ledger.core.checks import (
     ADMIT,
@@ -30,6 +31,9 @@ from ledger.core.checks import (
 )
 from ledger.core.context import Candidate, Context
 from ledger.core.errors import ContextError, LedgerError, RefusedError
+from ledger.core.query import holds_words
+from ledger.core.reasons import reason_words
+from ledger.core.transcript import budget_unit
 from ledger.store.build import decide
 from ledger.store.candidates import candidates_for
 from ledger.store.chain import read_head
@@ -40,7 +44,7 @@ from ledger.store.readers import contents_of
 from ledger.store.rebuild import Rebuilt
 from ledger.store.recording import PackDigests, pack_digests, record_pack
 from ledger.store.retriever import with_retrieval
-from ledger.store.search import why, why_chunk
+from ledger.store.search import Asker, why, why_chunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,33 +68,90 @@ def run_checks(
     """Every case's result, in file order. `base`: the folder a case's
     candidates file is named relative to; `ledger_at`: the mark (default: the head)."""
     results: list[CaseResult] = []
-    failing: list[tuple[int, Case, Decided | None, list[Miss], str | None]] = []
+    failing: list[tuple[int, Case, Decided | None, _Misses, str | None]] = []
     with read_transaction(engine) as conn:
-        mark = ledger_mark(read_head(conn).seq, ledger_at)
+        head = read_head(conn).seq
+        mark = ledger_mark(head, ledger_at)
         reads = CheckReads(conn, mark)
         for case in cases:
             try:
                 decided = decide_case(conn, case, base, mark, reads)
             except RefusedError as exc:  # the build itself fails closed
-                failing.append((len(results), case, None, [], str(exc)))
+                failing.append((len(results), case, None, _Misses([], []), str(exc)))
                 results.append(CaseResult(case.name, None))
                 continue
             phrases = any(item.text is not None for item in (*case.admit, *case.exclude))
-            missed = misses(case, admitted_of(conn, decided, phrases, reads))
+            admitted = admitted_of(conn, decided, phrases, reads)
+            missed = misses(case, admitted)
             if missed:
-                failing.append((len(results), case, decided, missed, None))
+                failing.append((len(results), case, decided, _Misses(missed, admitted), None))
             results.append(CaseResult(case.name, decided.pack_digest))
-    for index, case, pack, missed, refused in failing:
+    cannot_write: str | None = None  # why the rehearsals failed, once one did
+    for index, case, pack, of, refused in failing:
         if pack is None:
             failure = Failure(
                 BUILD, None, "refused", None, None, None, f"the build fails: {refused}"
             )
             results[index] = CaseResult(case.name, None, (failure,))
         else:
-            results[index] = CaseResult(
-                case.name, pack.pack_digest, tuple(explain(engine, pack, missed))
-            )
+            explained: list[Failure] | None = None
+            if cannot_write is None:
+                try:
+                    explained = explain(engine, pack, of.missed, of.admitted, now=head)
+                except DBAPIError as exc:  # a read-only database, a missing privilege
+                    cannot_write = _first_line(exc)
+            if explained is None:
+                explained = [unexplained(pack, miss, str(cannot_write)) for miss in of.missed]
+            results[index] = CaseResult(case.name, pack.pack_digest, tuple(explained))
     return results
+
+
+UNEXPLAINED = "unexplained"  # the status of a miss the ledger could not explain
+
+
+def unexplained(decided: Decided, miss: Miss, failure: str) -> Failure:
+    """A miss of a case whose pack could not be recorded to ask `why` (the
+    rehearsal's write failed: `failure`, the database's words): what the
+    decision itself says of an evicted id, and why there is no more."""
+    tail = (
+        f"not explained further: the database refused the write that explains a failing "
+        f"case (its pack is recorded in a transaction rolled back at once): {failure}; run "
+        "the check where the ledger may be written for the `why` answer and its hint."
+    )
+    item = miss.item
+    if miss.expect == ADMIT and item.id is not None:
+        eviction = next((e for e in decided.ctx.evicted if e.candidate.id == item.id), None)
+        if eviction is not None:
+            c = eviction.candidate
+            detail = {
+                k: dict(v) if isinstance(v, Mapping) else v for k, v in eviction.detail.items()
+            }
+            words = reason_words(eviction.reason, detail, budget_unit(decided.inputs.scope))
+            return Failure(
+                ADMIT, item, "evicted", eviction.reason, detail, None,
+                f"{c.id}@{c.source_version} was left out of {CASE_PACK} by {eviction.reason}: "
+                f"{words}; {tail}",
+            )  # fmt: skip
+    if miss.expect != ADMIT:
+        return Failure(miss.expect, item, "admitted", None, None, None,
+                       f"{miss.found} was admitted to {CASE_PACK}, and it holds what must "
+                       f"not reach the agent; {tail}")  # fmt: skip
+    return Failure(ADMIT, item, UNEXPLAINED, None, None, None, f"{item.label()} was not "
+                   f"admitted to {CASE_PACK}; {tail}")  # fmt: skip
+
+
+def _first_line(exc: DBAPIError) -> str:
+    """The database's own words for a failure (never the statement or its values)."""
+    words = str(exc.orig if exc.orig is not None else type(exc).__name__)
+    return (words.strip().splitlines() or [type(exc).__name__])[0]
+
+
+@dataclass(frozen=True, slots=True)
+class _Misses:
+    """A failing case's misses, and what its pack admitted (ids and contents)."""
+
+    missed: list[Miss]
+    admitted: list[Admitted]
 
 
 def decide_case(
@@ -135,11 +196,22 @@ def admitted_of(
     return [Admitted(c.id, body.get(vid)) for c, vid in zip(decided.ctx.items, vids, strict=True)]
 
 
-def explain(engine: Engine, decided: Decided, missed: list[Miss]) -> list[Failure]:
+def explain(
+    engine: Engine,
+    decided: Decided,
+    missed: list[Miss],
+    admitted: Sequence[Admitted] = (),
+    now: int | None = None,
+) -> list[Failure]:
     """Each miss with its `why` answer, asked of the case's pack recorded in a
-    rehearsal transaction (rolled back: nothing stays)."""
+    rehearsal transaction (rolled back: nothing stays). `admitted`: what the
+    pack admitted, with contents (a phrase's words may be there, written
+    otherwise); `now`: the ledger's newest entry (default: the case's mark),
+    which the hints are checked at (`Asker`)."""
     # The pack as a hint's first rebuild would decide it: it was, by the same steps.
     built = Rebuilt(decided.inputs, decided.candidates, decided.ctx)
+    # A hint may change the case's query's K, never its question.
+    asker = Asker(decided.inputs.mark if now is None else now, retrieve_asked=False)
     with rehearsal_transaction(engine) as conn:
         pack_no = record_pack(
             conn,
@@ -149,13 +221,20 @@ def explain(engine: Engine, decided: Decided, missed: list[Miss]) -> list[Failur
             decided.vid_of,
             digests=decided.digests,
         )
-        return [_explain(conn, pack_no, miss, built) for miss in missed]
+        return [_explain(conn, pack_no, miss, built, admitted, asker) for miss in missed]
 
 
 CASE_PACK = "the case's pack"  # how an explanation names the (unrecorded) pack
 
 
-def _explain(conn: Connection, pack_no: int, miss: Miss, built: Rebuilt) -> Failure:
+def _explain(
+    conn: Connection,
+    pack_no: int,
+    miss: Miss,
+    built: Rebuilt,
+    admitted: Sequence[Admitted],
+    asker: Asker,
+) -> Failure:
     if miss.expect != ADMIT:
         return Failure(
             miss.expect,
@@ -169,11 +248,23 @@ def _explain(conn: Connection, pack_no: int, miss: Miss, built: Rebuilt) -> Fail
         )
     item = miss.item
     if item.text is not None:
+        holder = next(
+            (a for a in admitted if a.content is not None and holds_words(a.content, item.text)),
+            None,
+        )
+        if holder is not None:  # `why` would find it: say what the check did not
+            return Failure(
+                ADMIT, item, "admitted", None, None, None,
+                f"{holder.id} was admitted to {CASE_PACK}, and it holds these words, but "
+                "not as the case writes them: a phrase must be in the content as written "
+                "(case and white space folded; punctuation and other characters count). "
+                "Write the phrase as the content has it, or expect the id.",
+            )  # fmt: skip
         # As a phrase: the versions that hold the words as the case gives them.
         phrase = '"' + item.text.replace('"', " ") + '"'
-        answer = why(conn, phrase, pack_no, limit=1, label=CASE_PACK, built=built)
+        answer = why(conn, phrase, pack_no, limit=1, label=CASE_PACK, built=built, asker=asker)
     else:
-        answer = why_chunk(conn, str(item.id), pack_no, label=CASE_PACK, built=built)
+        answer = why_chunk(conn, str(item.id), pack_no, label=CASE_PACK, built=built, asker=asker)
     # The version that holds the words (the answer may lead with the version of
     # its id the pack weighed, when only an older text holds them).
     lead: Any = next((m for m in answer.matches if m.matched), None)
@@ -188,4 +279,4 @@ def _explain(conn: Connection, pack_no: int, miss: Miss, built: Rebuilt) -> Fail
     )
 
 
-__all__ = ["Decided", "admitted_of", "decide_case", "explain", "run_checks"]
+__all__ = ["UNEXPLAINED", "Decided", "admitted_of", "decide_case", "explain", "run_checks"]

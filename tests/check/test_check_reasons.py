@@ -62,7 +62,8 @@ CASES: list[tuple[dict[str, Any], str, str | None]] = [
     ({"admit": [{"text": "twelve crowns"}]}, "evicted", "superseded"),
     ({"admit": ["dup-low"]}, "evicted", "duplicate"),
     ({"admit": ["big-note"]}, "evicted", "budget"),
-    ({"admit": [{"text": "harbor opening hours"}], "query": "ferry timetable", "top": 1},
+    # Ranked third by its query (both customs chunks match two of its words).
+    ({"admit": [{"text": "harbor opening hours"}], "query": "customs desk harbor", "top": 1},
      "not_candidate", "not_retrieved"),
     ({"admit": [{"text": "brass sextant"}]}, "never_ingested", None),
     ({"exclude": ["open-note"]}, "admitted", None),
@@ -107,3 +108,88 @@ def admitted_after(lg: ledger.Ledger, case: dict[str, Any], hint: dict[str, Any]
         else:
             raise AssertionError(f"a step this test cannot apply: {step}")
     return bool(lg.check([again]).to_json()["cases"][0]["passed"])
+
+
+def test_a_hint_never_rewrites_the_cases_question(lg: ledger.Ledger) -> None:
+    """A chunk the case's query does not match at all: no K retrieves it, and the
+    hint does not offer the expected words as the query instead (that would make
+    the test pass by asking for its answer); by id or by phrase, the same."""
+    for expect in ("open-note", {"text": "harbor opening hours"}):
+        case = {"name": "c", "as_of": AS_OF, "query": "ferry timetable", "top": 1,
+                "admit": [expect]}  # fmt: skip
+        [got] = lg.check([case]).to_json()["cases"]
+        [failure] = got["failures"]
+        assert (failure["status"], failure["reason"]) == ("not_candidate", "not_retrieved")
+        assert "it does not match that query" in failure["sentence"], failure
+        assert failure["hint"] == {
+            "target": failure["hint"]["target"], "steps": [], "admits": False,
+        }  # fmt: skip
+
+
+def test_a_phrase_written_otherwise_is_not_explained_as_missing(lg: ledger.Ledger) -> None:
+    """The words are in an admitted chunk with punctuation between them: the case
+    fails (a phrase is matched as written), and its explanation says so, rather
+    than `why`'s answer that the chunk was admitted."""
+    lg.ingest_records([chunk(id="pier-note", dedupe_key="pier-note", content="pier: closed; "
+                             "use the north ramp", **EV)])  # fmt: skip
+    case = {"name": "c", "as_of": AS_OF, "admit": [{"text": "pier closed use the north ramp"}]}
+    [got] = lg.check([case]).to_json()["cases"]
+    [failure] = got["failures"]
+    assert (failure["status"], failure["reason"], failure["hint"]) == ("admitted", None, None)
+    assert failure["sentence"].startswith(
+        "pier-note was admitted to the case's pack, and it holds these words, but not as the "
+        "case writes them"
+    )
+    written = {**case, "admit": [{"text": "PIER: closed;  use the north ramp"}]}
+    assert lg.check([written]).to_json()["cases"][0]["passed"]
+
+
+def test_at_an_older_mark_a_hint_names_the_ledgers_real_head(lg: ledger.Ledger) -> None:
+    """`ledger_at` before a chunk's ingest: the hint says to build again at the
+    ledger's newest entry (not the entry of the pack the explanation records
+    and rolls back), and the answer says the ledger has moved on."""
+    mark = lg.head().seq
+    lg.ingest_records([chunk(id="late-note", dedupe_key="late-note", content="late tide", **EV)])
+    head = lg.head().seq
+    result = lg.check([{"name": "c", "as_of": AS_OF, "admit": ["late-note", "staff-note"]}],
+                      ledger_at=mark).to_json()  # fmt: skip
+    late, staff = result["cases"][0]["failures"]
+    assert (late["status"], late["reason"]) == ("not_candidate", "ingested_later")
+    assert late["hint"]["steps"] == [{"kind": "rebuild", "mark": head}], late
+    assert late["hint"]["admits"] is True
+    assert staff["reason"] == "permission_denied"
+    assert f"The ledger has changed since the case's pack was built: it saw entries up to {mark}" \
+        in staff["sentence"]  # fmt: skip
+    assert lg.head().seq == head  # nothing recorded
+
+
+def test_a_read_only_ledger_still_checks_every_case(lg: ledger.Ledger, tmp_path: Path) -> None:
+    """Explaining a failing case records its pack in a transaction rolled back at
+    once: on a database this connection may not write, every case is still
+    decided and reported (nothing aborts the run), a failure with what its
+    decision says and why it is not explained further."""
+    cases = [
+        {"name": "ok", "as_of": AS_OF, "admit": ["open-note"]},
+        {"name": "staff", "as_of": AS_OF, "admit": ["staff-note"]},
+        {"name": "nowhere", "as_of": AS_OF, "admit": [{"text": "brass sextant"}]},
+        {"name": "open", "as_of": AS_OF, "exclude": ["open-note"]},
+    ]
+    path = tmp_path / "ledger.db"
+    with ledger.open(f"sqlite:///file:{path}?mode=ro&uri=true") as ro:
+        result = ro.check(cases).to_json()
+    assert (result["passed"], result["failed"]) == (1, 3)
+    ok, staff, nowhere, open_ = result["cases"]
+    assert ok["passed"]
+    [f] = staff["failures"]
+    assert (f["status"], f["reason"], f["detail"], f["hint"]) == (
+        "evicted", "permission_denied", {"required_permission": "staff-read"}, None,
+    )  # fmt: skip
+    assert "not explained further" in f["sentence"] and "readonly" in f["sentence"]
+    [f] = nowhere["failures"]
+    assert (f["status"], f["reason"]) == ("unexplained", None)
+    [f] = open_["failures"]
+    assert f["status"] == "admitted" and "must not reach the agent" in f["sentence"]
+    # The same cases on a writable connection: explained by `why`, the same verdicts.
+    explained = lg.check(cases).to_json()
+    assert [c["passed"] for c in explained["cases"]] == [c["passed"] for c in result["cases"]]
+    assert explained["cases"][1]["failures"][0]["hint"]["admits"] is True
