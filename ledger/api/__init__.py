@@ -548,6 +548,8 @@ class Ledger:
         self,
         tests: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]],
         ledger_at: int | None = None,
+        *,
+        outputs: Sequence[str | os.PathLike[str]] = (),
     ) -> CheckResult:
         """Context tests (`ledger check`): each case decided as `build` would decide
         it, nothing recorded; each missed expectation explained by `why`.
@@ -555,19 +557,28 @@ class Ledger:
         `tests`: a TOML file's path, its parsed form (`{"defaults": ..., "case":
         [...]}`), or a list of cases. A candidates file is named relative to the
         tests file's folder (the working folder for cases given in memory).
-        A malformed file raises `CheckFileError` (exit 2)."""
+        A malformed file raises `CheckFileError` (exit 2). `outputs`: the files
+        the caller will write from the result (a JUnit report); one that is the
+        tests file, a case's candidates file or the database (or a link to one)
+        raises `UnsafeOutputError` (exit 1) before any case runs."""
         from ledger.core.checks import cases_of, parse_tests
-        from ledger.safeio import read_input
+        from ledger.safeio import check_output, database_files, read_input
         from ledger.store.check import run_checks
 
+        inputs: list[Path] = []
         if isinstance(tests, str | os.PathLike):
             path = Path(tests)
             cases = parse_tests(read_input(path, what="tests file"), str(path))
             base = path.parent
+            inputs.append(path)
         else:
             doc = tests if isinstance(tests, Mapping) else {"case": list(tests)}
             cases = cases_of(doc)
             base = Path.cwd()
+        inputs += [base / case.candidates for case in cases if case.candidates is not None]
+        protected = [*inputs, *database_files(self.database_file)]
+        for output in outputs:
+            check_output(Path(output), protected=protected)
         results = run_checks(self._engine, cases, base, ledger_at)
         passed = sum(1 for r in results if r.passed)
         return CheckResult(
