@@ -557,24 +557,33 @@ class Ledger:
         `tests`: a TOML file's path, its parsed form (`{"defaults": ..., "case":
         [...]}`), or a list of cases. A candidates file is named relative to the
         tests file's folder (the working folder for cases given in memory).
-        A malformed file raises `CheckFileError` (exit 2). `outputs`: the files
+        A malformed file, or a value a build would refuse (checked as the build
+        checks it, `[defaults]` on their own, before any case runs), raises
+        `CheckFileError` (exit 2). `outputs`: the files
         the caller will write from the result (a JUnit report); one that is the
         tests file, a case's candidates file or the database (or a link to one)
         raises `UnsafeOutputError` (exit 1) before any case runs."""
         from ledger.core.checks import cases_of, parse_tests
+        from ledger.core.query import parse_candidates
         from ledger.safeio import check_output, database_files, read_input
         from ledger.store.check import run_checks
+        from ledger.store.inputs import INPUT_RULES
 
+        base = Path(tests).parent if isinstance(tests, str | os.PathLike) else Path.cwd()
+
+        def readable(name: str) -> object:  # a candidates file, read again when its case runs
+            where = base / name
+            return parse_candidates(read_input(where, what="candidates file"), str(where))
+
+        rules = {**INPUT_RULES, "candidates": readable}
         inputs: list[Path] = []
         if isinstance(tests, str | os.PathLike):
             path = Path(tests)
-            cases = parse_tests(read_input(path, what="tests file"), str(path))
-            base = path.parent
+            cases = parse_tests(read_input(path, what="tests file"), str(path), rules)
             inputs.append(path)
         else:
             doc = tests if isinstance(tests, Mapping) else {"case": list(tests)}
-            cases = cases_of(doc)
-            base = Path.cwd()
+            cases = cases_of(doc, rules=rules)
         inputs += [base / case.candidates for case in cases if case.candidates is not None]
         protected = [*inputs, *database_files(self.database_file)]
         for output in outputs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack
 
@@ -236,6 +236,17 @@ def check_counter(counter: str) -> str:
             param="counter",
         )
     return counter
+
+
+# The build's checks of the values it is asked whose rules are not in the core
+# (the core checks as_of, query and top): a tests file (`ledger check`) is
+# checked with them when it is parsed, so a value a build would refuse is
+# refused before any case runs.
+INPUT_RULES: dict[str, Callable[[Any], object]] = {
+    "subject": check_subject,
+    "budget": check_budget,
+    "counter": check_counter,
+}
 
 
 def candidates_source(

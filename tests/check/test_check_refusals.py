@@ -119,3 +119,157 @@ def test_junit_naming_another_file_is_written(db: Path, tmp_path: Path) -> None:
     run = run_ledger("check", str(tests), "--junit", str(report), db=db)
     assert run.returncode == 0, run.stderr
     assert report.read_bytes().startswith(b"<?xml")
+
+
+# --------------------------------------------------------------------------
+# A value a build refuses is refused when the file is parsed: exit 2, the
+# parser's one line naming the case and the key, and no case run.
+# --------------------------------------------------------------------------
+
+GOOD = '[[case]]\nname = "first"\nas_of = "2026-07-21"\nadmit = ["policy"]\n'
+
+
+def second_case(**keys: str) -> str:
+    """A valid first case, then a case `second` with these keys (TOML values)."""
+    body = {"as_of": '"2026-07-21"', "admit": '["policy"]', **keys}
+    return GOOD + '[[case]]\nname = "second"\n' + "".join(f"{k} = {v}\n" for k, v in body.items())
+
+
+@pytest.mark.parametrize(
+    ("keys", "key", "words"),
+    [
+        ({"counter": '"nope"'}, "counter", "'nope' is not a counter; use one of"),
+        ({"budget": "0"}, "budget", "must be between 1 and 10000000, got 0"),
+        ({"budget": "10000001"}, "budget", "must be between 1 and 10000000"),
+        ({"budget": "9007199254740991"}, "budget", "must be between 1 and 10000000"),
+        ({"subject": '"a b"'}, "subject", "use letters, digits"),
+        ({"subject": '"x"'}, "subject", None),  # a valid subject: no refusal
+        ({"query": '"!!! ???"'}, "query", "the query has no words"),
+        ({"query": '"refund"', "top": "10001"}, "top", "between 1 and 10000"),
+        ({"candidates": '"missing.jsonl"'}, "candidates", "no such candidates file"),
+        ({"candidates": '"bad.jsonl"'}, "candidates", "bad.jsonl"),
+    ],
+)
+def test_a_value_the_build_refuses_is_refused_when_the_file_is_parsed(
+    db: Path, tmp_path: Path, keys: dict[str, str], key: str, words: str | None
+) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"id": "policy", "rank": 1}\n', encoding="utf-8")
+    tests = tmp_path / "t.toml"
+    tests.write_text(second_case(**keys), encoding="utf-8")
+    report = tmp_path / "report.xml"
+    before = state(db)
+    run = run_ledger("check", str(tests), "--junit", str(report), db=db)
+    if words is None:
+        assert run.returncode in (0, 1) and "PASS first" in run.stdout, run.stderr
+        return
+    line = refused(run, 2, f"{tests}: case 2 ('second') key '{key}': ", words)
+    assert line.count("\n") == 0
+    assert not report.exists()
+    assert state(db) == before
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("top", '"lots"', "'lots' must be a whole number"),
+        ("top", "0", "between 1 and 10000"),
+        ("budget", "-3", "must be between 1 and 10000000, got -3"),
+        ("as_of", '"2026-02-30"', "must be a real YYYY-MM-DD date"),
+        ("subject", '"a b"', "use letters, digits"),
+        ("counter", '"nope"', "is not a counter"),
+        ("query", '"..."', "the query has no words"),
+        ("admit", '"policy"', "must be a list"),
+    ],
+)
+def test_defaults_are_checked_on_their_own_even_when_every_case_overrides_them(
+    db: Path, tmp_path: Path, key: str, value: str, words: str
+) -> None:
+    own = {
+        "top": "",  # no case is a query case: a [defaults] top applies to none
+        "budget": "budget = 200\n",
+        "as_of": "",  # every case gives its own below
+        "subject": 'subject = "default"\n',
+        "counter": 'counter = "estimated_tokens"\n',
+        "query": "",
+        "admit": "",
+    }[key]
+    tests = tmp_path / "t.toml"
+    tests.write_text(
+        f"[defaults]\n{key} = {value}\n\n" + GOOD.replace("[[case]]\n", "[[case]]\n" + own),
+        encoding="utf-8",
+    )
+    before = state(db)
+    run = run_ledger("check", str(tests), db=db)
+    refused(run, 2, f"{tests}: [defaults] key '{key}': ", words)
+    assert state(db) == before
+
+
+def test_the_budget_range_is_the_builds(db: Path) -> None:
+    """The parser takes exactly the budgets a build takes (one rule, the build's)."""
+    import ledger
+    from ledger.core.checks import CheckFileError
+    from ledger.store.access import MAX_BUDGET
+
+    with ledger.open(str(db)) as lg:
+        for budget in (0, 1, MAX_BUDGET, MAX_BUDGET + 1):
+            case = {"name": "b", "as_of": "2026-07-21", "budget": budget, "admit": ["policy"]}
+            try:
+                lg.build(as_of="2026-07-21", budget=budget)
+                builds = True
+            except ledger.LedgerError as exc:
+                builds = "budget:" not in str(exc)  # refused for its budget, or else
+            try:
+                lg.check([case])
+                parses = True
+            except CheckFileError:
+                parses = False
+            assert parses == builds, budget
+
+
+# --------------------------------------------------------------------------
+# A TOML date is that day.
+# --------------------------------------------------------------------------
+
+
+def test_an_unquoted_toml_date_is_that_day(db: Path, tmp_path: Path) -> None:
+    import json
+
+    quoted = tmp_path / "quoted.toml"
+    quoted.write_text(CASE, encoding="utf-8")
+    bare = tmp_path / "bare.toml"
+    bare.write_text(CASE.replace('"2026-07-21"', "2026-07-21"), encoding="utf-8")
+    assert "as_of = 2026-07-21\n" in bare.read_text(encoding="utf-8")
+    runs = [run_ledger("check", str(p), "--json", db=db) for p in (quoted, bare)]
+    assert [r.returncode for r in runs] == [0, 0], runs[1].stderr
+    digests = [json.loads(r.stdout)["cases"][0]["pack_digest"] for r in runs]
+    assert digests[0] == digests[1]
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("2026-07-21T10:00:00", "2026-07-21T10:00:00 is a date and time; give the day alone"),
+        ("2026-07-21T10:00:00Z", "is a date and time; give the day alone (2026-07-21)"),
+        ("10:00:00", "10:00:00 must be a real YYYY-MM-DD date"),
+        ("20260721", "20260721 must be a real YYYY-MM-DD date"),
+    ],
+)
+def test_a_toml_date_and_time_or_time_is_refused_in_one_clear_line(
+    db: Path, tmp_path: Path, value: str, words: str
+) -> None:
+    tests = tmp_path / "t.toml"
+    tests.write_text(CASE.replace('"2026-07-21"', value), encoding="utf-8")
+    line = refused(
+        run_ledger("check", str(tests), db=db), 2, "case 1 ('policy') key 'as_of'", words
+    )
+    assert "datetime" not in line
+
+
+def test_the_python_api_takes_a_date_object(db: Path) -> None:
+    import datetime
+
+    import ledger
+
+    with ledger.open(str(db)) as lg:
+        case = {"name": "p", "as_of": datetime.date(2026, 7, 21), "admit": ["policy"]}
+        assert lg.check([case]).ok
