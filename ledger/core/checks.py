@@ -13,6 +13,7 @@ would (`ledger.store.check`). No I/O here: the caller reads the file.
 from __future__ import annotations
 
 import datetime
+import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from xml.etree import ElementTree
 from ledger.core.errors import EXIT_USAGE, LedgerError
 from ledger.core.query import check_top, parse_query
 from ledger.core.reasons import describe_hint, is_date
+from ledger.core.records import RecordError, printable, refuse_controls
 
 ADMIT = "admit"
 EXCLUDE = "exclude"
@@ -204,10 +206,17 @@ def _check_keys(table: Mapping[str, Any], label: str) -> None:
 
 
 def _name(table: Mapping[str, Any], label: str) -> str:
-    """A case's name."""
+    """A case's name: one line of plain text, printed as `PASS name` and written
+    into JUnit XML, so no control, line-separator or invisible format character."""
     name = table.get("name")
     if not isinstance(name, str) or not name.strip():
         raise CheckFileError(f"{label} key 'name': every case needs a name (a non-blank string)")
+    try:
+        refuse_controls(name, "name")
+    except RecordError as exc:
+        raise CheckFileError(
+            f"{label} ({name!r}) key 'name': {exc.rule}; a case name is one line of plain text"
+        ) from None
     return name.strip()
 
 
@@ -358,16 +367,24 @@ def case_lines(case: Mapping[str, Any]) -> list[str]:
     """A case of `CheckResult.to_json()`: `PASS name`, or `FAIL name: ...` and
     one line per failed expectation with its why answer and hint."""
     if case["passed"]:
-        return [f"PASS {case['name']}"]
+        return [f"PASS {_shown(case['name'])}"]
     failures = case["failures"]
     n = len(failures)
-    lines = [f"FAIL {case['name']}: {n} expectation{'s' if n != 1 else ''} not met"]
+    lines = [f"FAIL {_shown(case['name'])}: {n} expectation{'s' if n != 1 else ''} not met"]
     for f in failures:
         hint = _hint_words(f["hint"])
         if hint and describe_hint(f["hint"]) in f["sentence"]:
             hint = ""  # the why sentence says it already
-        lines.append(f"  {_what(f)}: {f['sentence']}{hint}")
+        # A sentence quotes stored titles and versions: escaped, so that one an
+        # older database holds with a control character cannot break the line.
+        lines.append(f"  {_what(f)}: {_shown(f['sentence'] + hint)}")
     return lines
+
+
+def _shown(text: str) -> str:
+    """Text on one line of the output: each control, separator or invisible
+    format character (`printable`) and each character XML forbids as its escape."""
+    return xml_text(printable(text))
 
 
 def _what(failure: Mapping[str, Any]) -> str:
@@ -389,24 +406,43 @@ def summary_line(passed: int, failed: int) -> str:
     return f"{passed} passed, {failed} failed"
 
 
+# What XML 1.0 does not allow in a document (its `Char` production): C0 controls
+# but tab, line feed and carriage return; lone surrogates; U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` with each character XML 1.0 forbids written as its escape
+    (`\\x01`), so that any text makes a well-formed document."""
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def junit_xml(cases: Sequence[Mapping[str, Any]], suite: str = "ledger check") -> bytes:
     """JUnit XML: one `testcase` per case; a failure's message is its first why
-    sentence, its text every failure line."""
+    sentence, its text every failure line. Any text is written well-formed
+    (`xml_text`)."""
     failed = sum(1 for c in cases if not c["passed"])
-    counts = {"name": suite, "tests": str(len(cases)), "failures": str(failed), "errors": "0"}
+    counts = {
+        "name": xml_text(suite),
+        "tests": str(len(cases)),
+        "failures": str(failed),
+        "errors": "0",
+    }
     root = ElementTree.Element("testsuites", counts)
     node = ElementTree.SubElement(root, "testsuite", counts)
     for c in cases:
-        case = ElementTree.SubElement(node, "testcase", classname="ledger.check", name=c["name"])
+        case = ElementTree.SubElement(
+            node, "testcase", classname="ledger.check", name=xml_text(c["name"])
+        )
         if not c["passed"]:
             first = c["failures"][0]
             failure = ElementTree.SubElement(
                 case,
                 "failure",
-                message=first["sentence"],
-                type=f"{first['expect']}:{first['status']}",
+                message=xml_text(first["sentence"]),
+                type=xml_text(f"{first['expect']}:{first['status']}"),
             )
-            failure.text = "\n".join(case_lines(c)[1:])
+            failure.text = xml_text("\n".join(case_lines(c)[1:]))
     ElementTree.indent(root)
     text: bytes = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
     return text + b"\n"
@@ -432,4 +468,5 @@ __all__ = [
     "misses",
     "parse_tests",
     "summary_line",
+    "xml_text",
 ]

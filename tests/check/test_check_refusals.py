@@ -273,3 +273,79 @@ def test_the_python_api_takes_a_date_object(db: Path) -> None:
     with ledger.open(str(db)) as lg:
         case = {"name": "p", "as_of": datetime.date(2026, 7, 21), "admit": ["policy"]}
         assert lg.check([case]).ok
+
+
+# --------------------------------------------------------------------------
+# A case name is one line of plain text; texts never break the output.
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "toml_name",
+    [r"a\nFAKE PASS", r"\u0001", r"\u001b[31mred", r"tab\there", r"a\u2028b", r"a\u0085b"],
+)
+def test_a_control_character_in_a_case_name_is_refused(
+    db: Path, tmp_path: Path, toml_name: str
+) -> None:
+    tests = tmp_path / "t.toml"
+    tests.write_text(GOOD.replace('"first"', f'"{toml_name}"'), encoding="utf-8")
+    before = state(db)
+    line = refused(
+        run_ledger("check", str(tests), db=db), 2, f"{tests}: case 1 (", ") key 'name': "
+    )
+    assert "control character" in line and "one line of plain text" in line
+    assert line.isprintable()  # the name is shown escaped
+    assert state(db) == before
+
+
+def test_phrases_and_queries_may_hold_any_text_and_the_output_stays_one_line_each(
+    db: Path, tmp_path: Path
+) -> None:
+    """A phrase spans lines (white space folds); a query is cleaned as `build
+    --query` cleans it; what the output quotes of them is escaped."""
+    tests = tmp_path / "t.toml"
+    tests.write_text(
+        GOOD + '[[case]]\nname = "second"\nas_of = "2026-07-21"\n'
+        'query = "refund\\u001b[2J policy"\n'
+        'admit = [{ text = "no such\\u001b[2J\\nphrase" },\n'
+        '         { text = "summary of\\nthe current" }]\n',
+        encoding="utf-8",
+    )
+    run = run_ledger("check", str(tests), db=db)
+    assert run.returncode == 1, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[:2] == ["PASS first", "FAIL second: 1 expectation not met"]
+    assert lines[2].startswith("  admit text 'no such\\x1b[2J\\nphrase': ")
+    assert lines[-1] == "1 passed, 1 failed" and len(lines) == 4
+    assert all(line.isprintable() for line in lines)
+
+
+def test_junit_xml_is_well_formed_whatever_the_text() -> None:
+    """Sentences quote stored titles and versions: any character XML 1.0
+    forbids is written as its escape."""
+    from xml.etree import ElementTree
+
+    from ledger.core.checks import case_lines, junit_xml
+
+    nasty = "t\x00i\x01t\x1bl\x0be\ufffe\ud800 \u2028end\nnext"
+    failure = {
+        "expect": "admit",
+        "item": "policy",
+        "status": "evicted",
+        "reason": None,
+        "detail": None,
+        "hint": None,
+        "sentence": nasty,
+    }
+    cases = [{"name": "n\x01", "passed": False, "failures": [failure]}]
+    root = ElementTree.fromstring(junit_xml(cases, suite="suite\x02"))
+    suite = root.find("testsuite")
+    assert suite is not None and suite.get("name") == "suite\\x02"
+    case = suite.find("testcase")
+    assert case is not None and case.get("name") == "n\\x01"
+    got = case.find("failure")
+    assert got is not None
+    assert got.get("message") == "t\\x00i\\x01t\\x1bl\\x0be\\ufffe\\ud800 \u2028end\nnext"
+    [line] = case_lines(cases[0])[1:]  # one line, however many the sentence held
+    assert line.isprintable() and "\\u2028end\\nnext" in line
+    assert got.text == line
