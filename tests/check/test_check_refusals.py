@@ -349,3 +349,21 @@ def test_junit_xml_is_well_formed_whatever_the_text() -> None:
     [line] = case_lines(cases[0])[1:]  # one line, however many the sentence held
     assert line.isprintable() and "\\u2028end\\nnext" in line
     assert got.text == line
+
+
+# --------------------------------------------------------------------------
+# The check's result and error are the package's, as every other one.
+# --------------------------------------------------------------------------
+
+
+def test_check_result_and_check_file_error_are_exported_from_ledger(db: Path) -> None:
+    import ledger
+    from ledger import CheckFileError, CheckResult
+
+    assert {"CheckFileError", "CheckResult"} <= set(ledger.__all__)
+    assert issubclass(CheckFileError, ledger.LedgerError) and CheckFileError.exit_code == 2
+    with ledger.open(str(db)) as lg:
+        result = lg.check([{"name": "p", "as_of": "2026-07-21", "admit": ["policy"]}])
+        assert isinstance(result, CheckResult) and result.ok
+        with pytest.raises(CheckFileError, match="key 'budget'"):
+            lg.check([{"name": "p", "as_of": "2026-07-21", "budget": 0, "admit": ["policy"]}])
