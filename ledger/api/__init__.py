@@ -369,8 +369,9 @@ class Ledger:
         that span then gets the `ledger.pack.*` attributes (`ledger.integrations.otel`).
         """
         from ledger.store import build
-        from ledger.store.inputs import candidates_source
+        from ledger.store.inputs import candidates_source, check_ledger_at
 
+        check_ledger_at(ledger_at)
         # OpenTelemetry only when the application has loaded it: no import cost otherwise.
         otel: Any = None
         if trace_id is not None or span_id is not None or "opentelemetry" in sys.modules:
@@ -440,7 +441,9 @@ class Ledger:
         as of the session's last day. `subject` None: the export's session, or
         "transcript" for a strict transcript."""
         from ledger.api.transcripts import build_transcript
+        from ledger.store.inputs import check_ledger_at
 
+        check_ledger_at(ledger_at)
         pack_no = build_transcript(
             self._engine,
             os.fspath(source),
@@ -567,8 +570,9 @@ class Ledger:
         from ledger.core.query import parse_candidates
         from ledger.safeio import check_output, database_files, read_input
         from ledger.store.check import run_checks
-        from ledger.store.inputs import INPUT_RULES
+        from ledger.store.inputs import INPUT_RULES, check_ledger_at
 
+        check_ledger_at(ledger_at)
         base = Path(tests).parent if isinstance(tests, str | os.PathLike) else Path.cwd()
 
         def readable(name: str) -> object:  # a candidates file, read again when its case runs

@@ -171,8 +171,21 @@ def resolve_inputs(
     )
 
 
+def check_ledger_at(ledger_at: object) -> int | None:
+    """`ledger_at` when it is None or a whole number (not a bool, text or float):
+    what the API takes before it reads the ledger (`ledger_mark` checks the range)."""
+    if ledger_at is not None and (isinstance(ledger_at, bool) or not isinstance(ledger_at, int)):
+        raise InputError(
+            f"ledger_at: {ledger_at!r} is not an entry number; give a whole number "
+            "(an entry of the ledger) or None for the head",
+            param="ledger_at",
+        )
+    return ledger_at
+
+
 def ledger_mark(head: int, ledger_at: int | None) -> int:
     """The ledger time a build sees: `ledger_at`, an entry of 1..`head`, or the head."""
+    ledger_at = check_ledger_at(ledger_at)
     if ledger_at is None:
         return head
     if not 1 <= ledger_at <= head:

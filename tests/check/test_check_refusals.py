@@ -367,3 +367,33 @@ def test_check_result_and_check_file_error_are_exported_from_ledger(db: Path) ->
         assert isinstance(result, CheckResult) and result.ok
         with pytest.raises(CheckFileError, match="key 'budget'"):
             lg.check([{"name": "p", "as_of": "2026-07-21", "budget": 0, "admit": ["policy"]}])
+
+
+# --------------------------------------------------------------------------
+# ledger_at: the library's own input error, in the API's words.
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [True, False, "3", 3.0, [3]])
+def test_a_ledger_at_that_is_not_a_whole_number_is_the_librarys_input_error(
+    db: Path, value: Any
+) -> None:
+    import ledger
+
+    before = state(db)
+    case = {"name": "p", "as_of": "2026-07-21", "admit": ["policy"]}
+    with ledger.open(str(db)) as lg:
+        for call in (
+            lambda: lg.check([case], value),
+            lambda: lg.check([case], ledger_at=value),
+            lambda: lg.build(as_of="2026-07-21", ledger_at=value),
+            lambda: lg.build(as_of="2026-07-21", counter="utf8-bytes", ledger_at=value),
+        ):
+            with pytest.raises(ledger.InputError) as caught:
+                call()
+            message = str(caught.value)
+            assert message.startswith(f"ledger_at: {value!r} is not an entry number"), message
+            assert caught.value.param == "ledger_at"
+            assert "\n" not in message
+        assert lg.check([case], 3).ok  # a whole number still is one
+    assert state(db) == before
