@@ -34,6 +34,7 @@ from ledger.core.select import Request, select
 if TYPE_CHECKING:
     from ledger.api import Ledger, init, open
     from ledger.core.checkpoint import Checkpoint
+    from ledger.core.checks import CheckFileError
     from ledger.core.proofs import CheckpointResult, ConsistencyProof, InclusionProof
 
     # The result types, for type checkers; at run time `__getattr__` below loads them.
@@ -47,12 +48,14 @@ if TYPE_CHECKING:
 # Each module with the names it gives (space-separated).
 _LAZY_MODULES = {
     "ledger.core.results": (
-        "Admission BatchBuild ChunkList Diff DocumentIngestSummary EraseResult Export "
+        "Admission BatchBuild CheckResult ChunkList Diff DocumentIngestSummary EraseResult Export "
         "GrantChange HeadResult IngestSummary InitResult Pack PackList PolicyChange "
         "PolicyState ReplayResult RetractResult SearchResult SubjectGrants VerifyResult WhyAnswer "
         "WhyEvicted Withheld"
     ),
     "ledger.api": "Ledger open init",
+    # Context tests (`Ledger.check`): a malformed tests file's error
+    "ledger.core.checks": "CheckFileError",
     # Proofs and checkpoints
     "ledger.core.checkpoint": "Checkpoint",
     "ledger.core.proofs": "CheckpointResult ConsistencyProof InclusionProof",
@@ -83,6 +86,8 @@ __all__ = [
     "Admission",
     "BatchBuild",
     "Candidate",
+    "CheckFileError",
+    "CheckResult",
     "Checkpoint",
     "CheckpointResult",
     "ChunkList",

@@ -369,8 +369,9 @@ class Ledger:
         that span then gets the `ledger.pack.*` attributes (`ledger.integrations.otel`).
         """
         from ledger.store import build
-        from ledger.store.inputs import candidates_source
+        from ledger.store.inputs import candidates_source, check_ledger_at
 
+        check_ledger_at(ledger_at)
         # OpenTelemetry only when the application has loaded it: no import cost otherwise.
         otel: Any = None
         if trace_id is not None or span_id is not None or "opentelemetry" in sys.modules:
@@ -440,7 +441,9 @@ class Ledger:
         as of the session's last day. `subject` None: the export's session, or
         "transcript" for a strict transcript."""
         from ledger.api.transcripts import build_transcript
+        from ledger.store.inputs import check_ledger_at
 
+        check_ledger_at(ledger_at)
         pack_no = build_transcript(
             self._engine,
             os.fspath(source),
@@ -548,6 +551,8 @@ class Ledger:
         self,
         tests: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]],
         ledger_at: int | None = None,
+        *,
+        outputs: Sequence[str | os.PathLike[str]] = (),
     ) -> CheckResult:
         """Context tests (`ledger check`): each case decided as `build` would decide
         it, nothing recorded; each missed expectation explained by `why`.
@@ -555,19 +560,38 @@ class Ledger:
         `tests`: a TOML file's path, its parsed form (`{"defaults": ..., "case":
         [...]}`), or a list of cases. A candidates file is named relative to the
         tests file's folder (the working folder for cases given in memory).
-        A malformed file raises `CheckFileError` (exit 2)."""
+        A malformed file, or a value a build would refuse (checked as the build
+        checks it, `[defaults]` on their own, before any case runs), raises
+        `CheckFileError` (exit 2). `outputs`: the files
+        the caller will write from the result (a JUnit report); one that is the
+        tests file, a case's candidates file or the database (or a link to one)
+        raises `UnsafeOutputError` (exit 1) before any case runs."""
         from ledger.core.checks import cases_of, parse_tests
-        from ledger.safeio import read_input
+        from ledger.core.query import parse_candidates
+        from ledger.safeio import check_output, database_files, read_input
         from ledger.store.check import run_checks
+        from ledger.store.inputs import INPUT_RULES, check_ledger_at
 
+        check_ledger_at(ledger_at)
+        base = Path(tests).parent if isinstance(tests, str | os.PathLike) else Path.cwd()
+
+        def readable(name: str) -> object:  # a candidates file, read again when its case runs
+            where = base / name
+            return parse_candidates(read_input(where, what="candidates file"), str(where))
+
+        rules = {**INPUT_RULES, "candidates": readable}
+        inputs: list[Path] = []
         if isinstance(tests, str | os.PathLike):
             path = Path(tests)
-            cases = parse_tests(read_input(path, what="tests file"), str(path))
-            base = path.parent
+            cases = parse_tests(read_input(path, what="tests file"), str(path), rules)
+            inputs.append(path)
         else:
             doc = tests if isinstance(tests, Mapping) else {"case": list(tests)}
-            cases = cases_of(doc)
-            base = Path.cwd()
+            cases = cases_of(doc, rules=rules)
+        inputs += [base / case.candidates for case in cases if case.candidates is not None]
+        protected = [*inputs, *database_files(self.database_file)]
+        for output in outputs:
+            check_output(Path(output), protected=protected)
         results = run_checks(self._engine, cases, base, ledger_at)
         passed = sum(1 for r in results if r.passed)
         return CheckResult(

@@ -12,20 +12,23 @@ would (`ledger.store.check`). No I/O here: the caller reads the file.
 
 from __future__ import annotations
 
+import datetime
+import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
 
 from ledger.core.errors import EXIT_USAGE, LedgerError
+from ledger.core.query import check_top, parse_query
 from ledger.core.reasons import describe_hint, is_date
+from ledger.core.records import RecordError, printable, refuse_controls
 
 ADMIT = "admit"
 EXCLUDE = "exclude"
 BUILD = "build"  # a failure of the case's build itself (a required chunk, the budget)
 DEFAULT_TOP = 20
-MAX_TOP = 10_000
 # The keys a case may have; all but `name` may also be given under [defaults].
 CASE_KEYS = (
     "name",
@@ -142,8 +145,13 @@ class CaseResult:
 # Parsing.
 # --------------------------------------------------------------------------
 
+# The build's checks of a key's value whose rules live outside the core (the
+# caller's `ledger.store.inputs.INPUT_RULES`: subject, budget, counter). Each
+# raises a LedgerError; the core's own rules (as_of, query, top) always apply.
+Rules = Mapping[str, Callable[[Any], object]]
 
-def parse_tests(data: bytes, where: str) -> list[Case]:
+
+def parse_tests(data: bytes, where: str, rules: Rules | None = None) -> list[Case]:
     """The cases of a tests file's bytes (`where` names it in messages)."""
     try:
         doc = tomllib.loads(data.decode("utf-8"))
@@ -151,11 +159,18 @@ def parse_tests(data: bytes, where: str) -> list[Case]:
         raise CheckFileError(f"{where}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise CheckFileError(f"{where}: not valid TOML ({exc})") from None
-    return cases_of(doc, where)
+    return cases_of(doc, where, rules)
 
 
-def cases_of(doc: Mapping[str, Any], where: str = "tests") -> list[Case]:
-    """The cases of a parsed tests document `{"defaults": {...}, "case": [...]}`."""
+def cases_of(
+    doc: Mapping[str, Any], where: str = "tests", rules: Rules | None = None
+) -> list[Case]:
+    """The cases of a parsed tests document `{"defaults": {...}, "case": [...]}`.
+
+    Every value is checked as a build would check it (`rules`: see `Rules`),
+    `[defaults]` on their own, so a file a build would refuse is refused here,
+    before any case runs."""
+    rules = rules or {}
     unknown = sorted(set(doc) - {"defaults", "case"})
     if unknown:
         raise CheckFileError(f"{where}: unknown table {unknown[0]!r} (use [defaults] and [[case]])")
@@ -164,7 +179,9 @@ def cases_of(doc: Mapping[str, Any], where: str = "tests") -> list[Case]:
         raise CheckFileError(f"{where}: [defaults] must be a table")
     if "name" in defaults:
         raise CheckFileError(f"{where}: [defaults] key 'name': each case names itself")
-    _check_keys(defaults, f"{where}: [defaults]")
+    label = f"{where}: [defaults]"
+    _check_keys(defaults, label)
+    defaults = {key: _value(key, value, label, rules) for key, value in defaults.items()}
     raw = doc.get("case", [])
     if not isinstance(raw, list) or not raw:
         raise CheckFileError(f"{where}: no [[case]] tables: a tests file needs at least one case")
@@ -174,7 +191,7 @@ def cases_of(doc: Mapping[str, Any], where: str = "tests") -> list[Case]:
         label = f"{where}: case {index}"
         if not isinstance(table, Mapping):
             raise CheckFileError(f"{label}: must be a table")
-        case = _case(dict(defaults), table, label)
+        case = _case(defaults, table, label, rules)
         if case.name in seen:
             raise CheckFileError(f"{label} key 'name': {case.name!r} is used by an earlier case")
         seen.add(case.name)
@@ -188,76 +205,109 @@ def _check_keys(table: Mapping[str, Any], label: str) -> None:
             raise CheckFileError(f"{label}: unknown key {key!r} (keys: {', '.join(CASE_KEYS)})")
 
 
-def _case(defaults: dict[str, Any], table: Mapping[str, Any], label: str) -> Case:
-    _check_keys(table, label)
+def _name(table: Mapping[str, Any], label: str) -> str:
+    """A case's name: one line of plain text, printed as `PASS name` and written
+    into JUnit XML, so no control, line-separator or invisible format character."""
     name = table.get("name")
     if not isinstance(name, str) or not name.strip():
         raise CheckFileError(f"{label} key 'name': every case needs a name (a non-blank string)")
+    try:
+        refuse_controls(name, "name")
+    except RecordError as exc:
+        raise CheckFileError(
+            f"{label} ({name!r}) key 'name': {exc.rule}; a case name is one line of plain text"
+        ) from None
+    return name.strip()
+
+
+def _case(defaults: Mapping[str, Any], table: Mapping[str, Any], label: str, rules: Rules) -> Case:
+    _check_keys(table, label)
+    name = _name(table, label)
     label = f"{label} ({name!r})"
-    merged = {**defaults, **table}
-    query = _text(merged, "query", label)
-    candidates = _text(merged, "candidates", label)
+    own = {key: _value(key, value, label, rules) for key, value in table.items() if key != "name"}
+    merged = {**defaults, **own}
+    query = merged.get("query")
+    candidates = merged.get("candidates")
     if query is not None and candidates is not None:
         raise CheckFileError(
             f"{label} key 'candidates': give a query or a candidates file, not both"
         )
     top = merged.get("top")
-    if top is not None and query is None:
-        if "top" in table:
-            raise CheckFileError(
-                f"{label} key 'top': only a query case (a retrieval build) has a top"
-            )
+    if query is None and "top" in table:
+        raise CheckFileError(f"{label} key 'top': only a query case (a retrieval build) has a top")
+    if query is None:
         top = None  # a [defaults] top applies to the query cases only
-    if query is not None:
-        top = _integer(merged, "top", label, 1, MAX_TOP, DEFAULT_TOP)
+    elif top is None:
+        top = DEFAULT_TOP
     as_of = merged.get("as_of")
-    if not isinstance(as_of, str) or not is_date(as_of):
+    if as_of is None:
         raise CheckFileError(
-            f"{label} key 'as_of': {as_of!r} must be a YYYY-MM-DD date (a quoted string)"
+            f"{label} key 'as_of': missing; give the YYYY-MM-DD day (here or in [defaults])"
         )
-    admit = _items(merged, ADMIT, label)
-    exclude = _items(merged, EXCLUDE, label)
+    admit = merged.get(ADMIT, ())
+    exclude = merged.get(EXCLUDE, ())
     if not admit and not exclude:
         raise CheckFileError(
             f"{label} key 'admit': a case expects something (admit or exclude, not both empty)"
         )
-    budget = merged.get("budget")
-    if budget is not None:
-        budget = _integer(merged, "budget", label, 0, 2**53 - 1, 0)
     return Case(
-        name=name.strip(),
+        name=name,
         as_of=as_of,
-        subject=_text(merged, "subject", label) or "default",
+        subject=merged.get("subject") or "default",
         query=query,
         top=top,
         candidates=candidates,
-        budget=budget,
-        counter=_text(merged, "counter", label) or "estimated_tokens",
+        budget=merged.get("budget"),
+        counter=merged.get("counter") or "estimated_tokens",
         admit=admit,
         exclude=exclude,
     )
 
 
-def _text(table: Mapping[str, Any], key: str, label: str) -> str | None:
-    value = table.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
+def _value(key: str, value: Any, label: str, rules: Rules) -> Any:
+    """One key's value as a case holds it, checked as a build would check it."""
+    if key in (ADMIT, EXCLUDE):
+        return _items(key, value, label)
+    if key == "as_of":
+        return _date(value, label)
+    if key in ("top", "budget"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise CheckFileError(f"{label} key {key!r}: {value!r} must be a whole number")
+    elif not isinstance(value, str) or not value.strip():
         raise CheckFileError(f"{label} key {key!r}: must be a non-blank string")
+    core: Rules = {"top": check_top, "query": parse_query}
+    rule = core.get(key) or rules.get(key)
+    if rule is not None:
+        try:
+            rule(value)
+        except LedgerError as exc:
+            # "budget: must be between ..." reads "key 'budget': must be between ..."
+            message = str(exc).removeprefix(f"{key}: ")
+            raise CheckFileError(f"{label} key {key!r}: {message}") from None
     return value
 
 
-def _integer(
-    table: Mapping[str, Any], key: str, label: str, low: int, high: int, default: int
-) -> int:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise CheckFileError(f"{label} key {key!r}: {value!r} must be a whole number {low}..{high}")
-    return int(value)
+def _date(value: Any, label: str) -> str:
+    """`as_of`: a quoted `YYYY-MM-DD` string, or a TOML local date (`2026-09-02`
+    unquoted) taken as that day. A date with a time is refused: a build's as_of
+    is a day."""
+    if isinstance(value, datetime.datetime):
+        raise CheckFileError(
+            f"{label} key 'as_of': {value.isoformat()} is a date and time; give the day "
+            f"alone ({value.date().isoformat()})"
+        )
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if not is_date(value):
+        shown = value.isoformat() if isinstance(value, datetime.time) else repr(value)
+        raise CheckFileError(
+            f"{label} key 'as_of': {shown} must be a real YYYY-MM-DD date "
+            '(as_of = 2026-09-02, or "2026-09-02")'
+        )
+    return str(value)
 
 
-def _items(table: Mapping[str, Any], key: str, label: str) -> tuple[Expect, ...]:
-    value = table.get(key, [])
+def _items(key: str, value: Any, label: str) -> tuple[Expect, ...]:
     if not isinstance(value, list):
         raise CheckFileError(
             f"{label} key {key!r}: must be a list of ids and {{text = ...}} tables"
@@ -317,16 +367,24 @@ def case_lines(case: Mapping[str, Any]) -> list[str]:
     """A case of `CheckResult.to_json()`: `PASS name`, or `FAIL name: ...` and
     one line per failed expectation with its why answer and hint."""
     if case["passed"]:
-        return [f"PASS {case['name']}"]
+        return [f"PASS {_shown(case['name'])}"]
     failures = case["failures"]
     n = len(failures)
-    lines = [f"FAIL {case['name']}: {n} expectation{'s' if n != 1 else ''} not met"]
+    lines = [f"FAIL {_shown(case['name'])}: {n} expectation{'s' if n != 1 else ''} not met"]
     for f in failures:
         hint = _hint_words(f["hint"])
         if hint and describe_hint(f["hint"]) in f["sentence"]:
             hint = ""  # the why sentence says it already
-        lines.append(f"  {_what(f)}: {f['sentence']}{hint}")
+        # A sentence quotes stored titles and versions: escaped, so that one an
+        # older database holds with a control character cannot break the line.
+        lines.append(f"  {_what(f)}: {_shown(f['sentence'] + hint)}")
     return lines
+
+
+def _shown(text: str) -> str:
+    """Text on one line of the output: each control, separator or invisible
+    format character (`printable`) and each character XML forbids as its escape."""
+    return xml_text(printable(text))
 
 
 def _what(failure: Mapping[str, Any]) -> str:
@@ -348,24 +406,43 @@ def summary_line(passed: int, failed: int) -> str:
     return f"{passed} passed, {failed} failed"
 
 
+# What XML 1.0 does not allow in a document (its `Char` production): C0 controls
+# but tab, line feed and carriage return; lone surrogates; U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` with each character XML 1.0 forbids written as its escape
+    (`\\x01`), so that any text makes a well-formed document."""
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def junit_xml(cases: Sequence[Mapping[str, Any]], suite: str = "ledger check") -> bytes:
     """JUnit XML: one `testcase` per case; a failure's message is its first why
-    sentence, its text every failure line."""
+    sentence, its text every failure line. Any text is written well-formed
+    (`xml_text`)."""
     failed = sum(1 for c in cases if not c["passed"])
-    counts = {"name": suite, "tests": str(len(cases)), "failures": str(failed), "errors": "0"}
+    counts = {
+        "name": xml_text(suite),
+        "tests": str(len(cases)),
+        "failures": str(failed),
+        "errors": "0",
+    }
     root = ElementTree.Element("testsuites", counts)
     node = ElementTree.SubElement(root, "testsuite", counts)
     for c in cases:
-        case = ElementTree.SubElement(node, "testcase", classname="ledger.check", name=c["name"])
+        case = ElementTree.SubElement(
+            node, "testcase", classname="ledger.check", name=xml_text(c["name"])
+        )
         if not c["passed"]:
             first = c["failures"][0]
             failure = ElementTree.SubElement(
                 case,
                 "failure",
-                message=first["sentence"],
-                type=f"{first['expect']}:{first['status']}",
+                message=xml_text(first["sentence"]),
+                type=xml_text(f"{first['expect']}:{first['status']}"),
             )
-            failure.text = "\n".join(case_lines(c)[1:])
+            failure.text = xml_text("\n".join(case_lines(c)[1:]))
     ElementTree.indent(root)
     text: bytes = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
     return text + b"\n"
@@ -391,4 +468,5 @@ __all__ = [
     "misses",
     "parse_tests",
     "summary_line",
+    "xml_text",
 ]

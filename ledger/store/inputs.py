@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict, Unpack
 
@@ -179,9 +179,9 @@ def inputs_now(conn: Connection, inputs: Inputs, now: int) -> Inputs | None:
     retraction or reinstatement, or the selector (a pack of an older one). None
     when nothing did: a build now decides from the pack's own inputs.
 
-    A hint is what a user applies to a build they run now; so a hint about a
-    pack whose inputs have changed since is checked on these (docs/reference/
-    gates.md, "Hints"). A transcript pack answers for its own session: None."""
+    A hint holds for its pack as built; `why` says when a build now would not
+    share the pack's inputs (docs/reference/gates.md, "Hints"). A transcript
+    pack answers for its own session: None."""
     if inputs.is_transcript or now <= inputs.mark:
         return None
     e = entries.c
@@ -212,8 +212,21 @@ def inputs_now(conn: Connection, inputs: Inputs, now: int) -> Inputs | None:
     return None if unchanged else later
 
 
+def check_ledger_at(ledger_at: object) -> int | None:
+    """`ledger_at` when it is None or a whole number (not a bool, text or float):
+    what the API takes before it reads the ledger (`ledger_mark` checks the range)."""
+    if ledger_at is not None and (isinstance(ledger_at, bool) or not isinstance(ledger_at, int)):
+        raise InputError(
+            f"ledger_at: {ledger_at!r} is not an entry number; give a whole number "
+            "(an entry of the ledger) or None for the head",
+            param="ledger_at",
+        )
+    return ledger_at
+
+
 def ledger_mark(head: int, ledger_at: int | None) -> int:
     """The ledger time a build sees: `ledger_at`, an entry of 1..`head`, or the head."""
+    ledger_at = check_ledger_at(ledger_at)
     if ledger_at is None:
         return head
     if not 1 <= ledger_at <= head:
@@ -277,6 +290,17 @@ def check_counter(counter: str) -> str:
             param="counter",
         )
     return counter
+
+
+# The build's checks of the values it is asked whose rules are not in the core
+# (the core checks as_of, query and top): a tests file (`ledger check`) is
+# checked with them when it is parsed, so a value a build would refuse is
+# refused before any case runs.
+INPUT_RULES: dict[str, Callable[[Any], object]] = {
+    "subject": check_subject,
+    "budget": check_budget,
+    "counter": check_counter,
+}
 
 
 def candidates_source(

@@ -242,6 +242,27 @@ def demo_ledger(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def test_the_context_tests_guide_shows_the_demo_checks_real_output(demo_ledger: Path) -> None:
+    """The guide's console block is what `make demo`'s last step prints."""
+    db = demo_ledger / "demo" / "ledger.db"
+    for args in (  # the rest of `make demo` before its check (Makefile)
+        ["build", "--as-of", "2026-07-21"],
+        ["ingest", str(ROOT / "fixtures" / "demo-update.jsonl")],
+        ["subject", "revoke", "default", "public-read"],
+        ["policy", "set", "--budget", "200"],
+        ["build", "--as-of", "2026-09-02"],
+    ):
+        run_ledger(*args, db=db, check=True)
+    # The page's one console block (its TOML block's comments would end a section).
+    (console,) = re.findall(r"^```console\n(.*?)^```", page("guides/context-tests.md"), re.S | re.M)
+    lines = console.splitlines()
+    assert lines[0] == "$ ledger check fixtures/context-tests.toml"
+    assert lines[-2:] == ["$ echo $?", "1"]
+    run = run_ledger("check", "fixtures/context-tests.toml", db=db, cwd=ROOT)
+    assert run.returncode == 1, run.stderr
+    assert run.stdout.splitlines() == lines[1:-2]
+
+
 @pytest.mark.parametrize("guide", ["langchain.md", "llamaindex.md"])
 def test_the_integration_guides_examples_run(demo_ledger: Path, guide: str) -> None:
     markdown = page(f"guides/{guide}")
