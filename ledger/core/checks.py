@@ -345,7 +345,33 @@ def holds(item: Expect, admitted: Admitted) -> bool:
     """Whether an admitted chunk meets an expectation item."""
     if item.id is not None:
         return admitted.id == item.id
-    return admitted.content is not None and fold(str(item.text)) in fold(admitted.content)
+    return admitted.content is not None and holds_phrase(admitted.content, str(item.text))
+
+
+def holds_phrase(content: str, phrase: str) -> bool:
+    """Whether `content` holds `phrase`, both folded (`fold`), as whole words: a
+    phrase that starts (ends) with a letter or digit does not match inside a
+    word, so "rent refund" is not in "current refund", nor "x" in "box".
+
+    >>> holds_phrase("The Refund   Window", "refund window")
+    True
+    >>> holds_phrase("current refund", "rent refund")
+    False
+    """
+    text, wanted = fold(content), fold(phrase)
+    start = text.find(wanted) if wanted else -1
+    while start != -1:
+        end = start + len(wanted)
+        apart_before = start == 0 or not (_in_word(text[start - 1]) and _in_word(wanted[0]))
+        apart_after = end == len(text) or not (_in_word(text[end]) and _in_word(wanted[-1]))
+        if apart_before and apart_after:
+            return True
+        start = text.find(wanted, start + 1)
+    return False
+
+
+def _in_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def misses(case: Case, admitted: Sequence[Admitted]) -> list[Miss]:

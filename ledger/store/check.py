@@ -11,20 +11,22 @@ pack, checked hints included. The ledger is unchanged by a check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import DBAPIError
 
 from ledger.core.checks import (
     ADMIT,
     BUILD,
+    EXCLUDE,
     Admitted,
     Case,
     CaseResult,
+    Expect,
     Failure,
     Miss,
     misses,
@@ -44,6 +46,7 @@ from ledger.store.readers import contents_of
 from ledger.store.rebuild import Rebuilt
 from ledger.store.recording import PackDigests, pack_digests, record_pack
 from ledger.store.retriever import with_retrieval
+from ledger.store.schema import versions
 from ledger.store.search import Asker, why, why_chunk
 
 
@@ -83,10 +86,13 @@ def run_checks(
             phrases = any(item.text is not None for item in (*case.admit, *case.exclude))
             admitted = admitted_of(conn, decided, phrases, reads)
             missed = misses(case, admitted)
-            if missed:
-                failing.append((len(results), case, decided, _Misses(missed, admitted), None))
+            gone = absent(conn, case.exclude)
+            unknown = [item for item in case.exclude if item.id in gone]
+            if missed or unknown:
+                of = _Misses(missed, admitted, unknown)
+                failing.append((len(results), case, decided, of, None))
             results.append(CaseResult(case.name, decided.pack_digest))
-    cannot_write: str | None = None  # why the rehearsals failed, once one did
+    cannot_write: list[str] = []  # why the rehearsals failed, once one did
     for index, case, pack, of, refused in failing:
         if pack is None:
             failure = Failure(
@@ -94,16 +100,47 @@ def run_checks(
             )
             results[index] = CaseResult(case.name, None, (failure,))
         else:
-            explained: list[Failure] | None = None
-            if cannot_write is None:
-                try:
-                    explained = explain(engine, pack, of.missed, of.admitted, now=head)
-                except DBAPIError as exc:  # a read-only database, a missing privilege
-                    cannot_write = _first_line(exc)
-            if explained is None:
-                explained = [unexplained(pack, miss, str(cannot_write)) for miss in of.missed]
+            explained = [*map(_never_held, of.unknown), *_explained(engine, pack, of, head,
+                                                                     cannot_write)]  # fmt: skip
             results[index] = CaseResult(case.name, pack.pack_digest, tuple(explained))
     return results
+
+
+def _explained(
+    engine: Engine, decided: Decided, of: _Misses, head: int, cannot_write: list[str]
+) -> list[Failure]:
+    """A failing case's misses, each with its `why` answer (`explain`); on a
+    database the connection may not write, what the decision says instead
+    (`unexplained`), and `cannot_write` keeps the refusal for the next cases."""
+    if not of.missed:
+        return []
+    if not cannot_write:
+        try:
+            return explain(engine, decided, of.missed, of.admitted, now=head)
+        except DBAPIError as exc:  # a read-only database, a missing privilege
+            cannot_write.append(_first_line(exc))
+    return [unexplained(decided, miss, cannot_write[0]) for miss in of.missed]
+
+
+def absent(conn: Connection, items: Sequence[Expect]) -> set[str]:
+    """The ids among `items` that no version in the ledger has ever held."""
+    ids = sorted({str(item.id) for item in items if item.id is not None})
+    if not ids:
+        return set()
+    v = versions.c
+    held: Iterable[str] = conn.execute(
+        select(v.chunk_id).where(v.chunk_id.in_(ids)).distinct()
+    ).scalars()
+    return set(ids) - set(held)
+
+
+def _never_held(item: Expect) -> Failure:
+    """An `exclude` id the ledger never held: it would hold whatever the pack."""
+    return Failure(
+        EXCLUDE, item, "never_ingested", None, None, None,
+        f"No chunk {item.id!r} is in the ledger: an exclude of an id that does not exist "
+        "always holds, so this one fails until the id is corrected (or the chunk ingested).",
+    )  # fmt: skip
 
 
 UNEXPLAINED = "unexplained"  # the status of a miss the ledger could not explain
@@ -152,6 +189,7 @@ class _Misses:
 
     missed: list[Miss]
     admitted: list[Admitted]
+    unknown: list[Expect] = field(default_factory=list)  # exclude ids never held
 
 
 def decide_case(

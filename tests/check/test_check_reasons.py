@@ -193,3 +193,29 @@ def test_a_read_only_ledger_still_checks_every_case(lg: ledger.Ledger, tmp_path:
     explained = lg.check(cases).to_json()
     assert [c["passed"] for c in explained["cases"]] == [c["passed"] for c in result["cases"]]
     assert explained["cases"][1]["failures"][0]["hint"]["admits"] is True
+
+
+def test_a_phrase_holds_as_whole_words(lg: ledger.Ledger) -> None:
+    """ "rent hours" is in "harbor opening hours" only inside a word: an exclude
+    of it holds, an admit of it fails; the whole words match either way."""
+    inside = {"name": "in", "as_of": AS_OF, "exclude": [{"text": "ning hours"}],
+              "admit": [{"text": "OPENING   hours"}]}  # fmt: skip
+    assert lg.check([inside]).to_json()["cases"][0]["passed"]
+    part = {"name": "part", "as_of": AS_OF, "admit": [{"text": "r"}]}
+    [failure] = lg.check([part]).to_json()["cases"][0]["failures"]
+    assert failure["expect"] == "admit"
+
+
+def test_an_exclude_of_an_id_never_held_fails_its_case(lg: ledger.Ledger) -> None:
+    """A mistyped exclude id would hold forever: the case fails and says so; an
+    id the ledger holds (even one never admitted) is an ordinary exclude."""
+    case = {"name": "c", "as_of": AS_OF, "exclude": ["open-notes", "staff-note"],
+            "admit": ["open-note"]}  # fmt: skip
+    [got] = lg.check([case]).to_json()["cases"]
+    [failure] = got["failures"]
+    assert (failure["expect"], failure["item"], failure["status"]) == (
+        "exclude", "open-notes", "never_ingested",
+    )  # fmt: skip
+    assert failure["sentence"].startswith("No chunk 'open-notes' is in the ledger")
+    fixed = {**case, "exclude": ["staff-note"]}
+    assert lg.check([fixed]).to_json()["cases"][0]["passed"]
