@@ -623,7 +623,8 @@ class Ledger:
         `Checkpoint`): the first N entries must have its root. `since`: a tree
         checkpoint; only the entries after it are read, and the stored tree must
         extend it (`verify --since`). `vkey` (a verifier key, or a file holding
-        one): checkpoint files must carry its valid signature. It never raises for
+        one): checkpoint files must carry its valid signature (without one to
+        check, `vkey` is an InputError: it would check nothing). It never raises for
         a failed check of the ledger itself; a checkpoint of another ledger, or a
         bad signature, is an IntegrityError.
         """
@@ -638,6 +639,13 @@ class Ledger:
         key = read_vkey(vkey) if vkey is not None else None
         tree_cp = tree_checkpoint(checkpoint, key)
         since_cp = tree_checkpoint(since, key)
+        if key is not None and tree_cp is None and since_cp is None:
+            # Else nothing would be checked against the key, and ok would say otherwise.
+            raise InputError(
+                "vkey: checks a checkpoint file's signature; give checkpoint as a checkpoint "
+                "file (or a Checkpoint), or since",
+                param="vkey",
+            )
         with self._read() as conn:
             return verify(conn, seq_hash, tree_checkpoint=tree_cp, since=since_cp)
 

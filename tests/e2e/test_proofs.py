@@ -634,3 +634,19 @@ def test_python_api_results_equal_the_commands_json(base: dict[str, Any]) -> Non
         assert isinstance(lg.prove(1), ledger.InclusionProof)
         assert isinstance(lg.prove_consistency(1), ledger.ConsistencyProof)
         assert isinstance(lg.checkpoint(), ledger.CheckpointResult)
+
+
+def test_the_api_refuses_a_vkey_that_would_check_nothing(base: dict[str, Any]) -> None:
+    """`verify(vkey=...)` without a checkpoint file would verify the chain and
+    say ok, as if a signature had been checked: refused, as the command line
+    refuses it; with the signed checkpoint it checks the signature."""
+    import ledger
+    from ledger.core.errors import InputError
+
+    vkey = base["vkey"].read_text().strip()
+    with ledger.open(base["db"]) as lg:
+        for kwargs in ({}, {"checkpoint": lg.head(3).checkpoint}):
+            with pytest.raises(InputError) as raised:
+                lg.verify(vkey=vkey, **kwargs)
+            assert raised.value.param == "vkey"
+        assert lg.verify(str(base["cp9"]), vkey=vkey).ok
