@@ -20,8 +20,10 @@ import errno
 import importlib
 import importlib.util
 import io
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -99,6 +101,23 @@ class Settings:
                 freeze_loaded()
         return self._ledger
 
+    def database_files(self) -> list[Path]:
+        """The SQLite file of --db and its companions (`safeio.database_files`),
+        without opening the ledger: what no output of any command may alias,
+        including the database-free ones (`pack --json-pack`, `keygen -o`,
+        `transcript`). A server URL protects nothing. SQLAlchemy loads only
+        for a `sqlite:` URL; a plain path (the usual case, and the default
+        `ledger.db`) is resolved as `ledger.open` resolves it."""
+        from ledger.safeio import database_files
+
+        if "://" not in self.db:
+            return database_files(os.path.abspath(self.db))
+        if not self.db.lower().startswith("sqlite"):
+            return []
+        from ledger.store.engine import sqlite_path
+
+        return database_files(sqlite_path(self.db))
+
     def _close(self) -> None:
         if self._ledger is not None:
             self._ledger.close()
@@ -106,6 +125,14 @@ class Settings:
 
 
 pass_settings = click.make_pass_decorator(Settings)
+
+
+def protected_database_files() -> list[Path]:
+    """`Settings.database_files` of the command running now (none outside the
+    `ledger` group, as when a test invokes a command alone)."""
+    ctx = click.get_current_context(silent=True)
+    settings = ctx.find_object(Settings) if ctx is not None else None
+    return settings.database_files() if settings is not None else []
 
 
 # The innermost command whose run raised the LedgerError being reported: its
