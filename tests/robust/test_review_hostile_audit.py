@@ -1,0 +1,33 @@
+"""Defects of a hostile audit of the command line: each bad input is one line
+on stderr (what, where, how to fix) with its documented exit code, no
+traceback, and the ledger exactly as it was."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests import dbtools
+from tests.clitools import one_error_line, run
+from tests.conftest import chunk
+
+
+def test_a_dedupe_group_across_trust_labels_names_a_few_ids_and_counts_the_rest(
+    tmp_path: Path, db_path: Path
+) -> None:
+    """200,000 records of one dedupe_key, the last of another trust label, gave a
+    2.4 MB line naming every id: now a few ids per label and how many more,
+    and how to fix it."""
+    records = [chunk(id=f"h{i:07d}", dedupe_key="shared-key") for i in range(5000)]
+    records.append(chunk(id="z-last", dedupe_key="shared-key", trust="user-input"))
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    before = dbtools.snapshot(db_path)
+    line = one_error_line(run("ingest", str(source), db=db_path))
+    assert len(line) < 400, line
+    assert "crosses trust boundaries" in line, line
+    assert "'h0000000', 'h0000001', 'h0000002' and 4,997 more" in line, line
+    assert "'user-input': 'z-last'" in line, line
+    assert "one trust label, or different dedupe keys" in line, line
+    assert "h0000003" not in line, line
+    assert dbtools.snapshot(db_path) == before
