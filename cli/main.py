@@ -374,10 +374,22 @@ def main(argv: list[str] | None = None) -> None:
             freeze_loaded()
 
 
+def error_line(message: str) -> str:
+    """An error message as one line for the terminal: each control, separator or
+    invisible format character (a newline, ESC, U+202E) escaped (`\\x1b`), as
+    stored metadata is (`ledger.core.records.printable`). A file name or --db
+    path holding one can then neither forge a second `error:` line nor move the
+    cursor nor reverse the text. Every error line of the command line goes
+    through here."""
+    from ledger.core.records import printable
+
+    return printable(message)
+
+
 def _fail(error: LedgerError) -> None:
     """Report a LedgerError in one line on stderr and exit with its class's code."""
     command = FAILED_IN[0] if FAILED_IN else None
-    click.echo(f"error: {render_error(error, command)}", err=True)
+    click.echo(f"error: {error_line(render_error(error, command))}", err=True)
     sys.exit(exit_code_of(error))
 
 
@@ -401,7 +413,7 @@ def _main(argv: list[str] | None) -> None:
             exc.show()  # the compatibility commands keep their references' form
         else:
             # One line, as every other error: what, and where to read how.
-            said = " ".join(exc.format_message().split()).rstrip(".")
+            said = error_line(" ".join(exc.format_message().split()).rstrip("."))
             hint = f" (see `{path} --help`)" if ctx is not None and exc.exit_code == 2 else ""
             click.echo(f"error: {said}{hint}", err=True)
         sys.exit(exc.exit_code if exc.exit_code is not None else EXIT_USAGE)

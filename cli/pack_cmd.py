@@ -18,7 +18,7 @@ import click
 
 from ledger import safeio
 from ledger.core.errors import InputError, LedgerError
-from ledger_cli.main import command, protected_database_files
+from ledger_cli.main import command, error_line, protected_database_files
 
 PACK_ERROR_EXIT = 2  # the pack-fixture contract's code for every failure
 SELECT_ERROR_EXIT = 1  # the budgeted-select contract's code for invalid input
@@ -138,7 +138,7 @@ def pack_command(fixture: str | None, json_pack: str | None) -> None:
             written = _write_pack(Path(json_pack), text, fixture_mode, protected)
             lines.append(f"wrote {written}")
     except LedgerError as exc:
-        click.echo(f"context pack error: {exc}", err=True)
+        click.echo(f"context pack error: {error_line(str(exc))}", err=True)
         sys.exit(PACK_ERROR_EXIT)
     # Printed only after everything succeeded: on failure stdout stays empty.
     click.echo("\n".join(lines))

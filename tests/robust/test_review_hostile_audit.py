@@ -31,3 +31,31 @@ def test_a_dedupe_group_across_trust_labels_names_a_few_ids_and_counts_the_rest(
     assert "one trust label, or different dedupe keys" in line, line
     assert "h0000003" not in line, line
     assert dbtools.snapshot(db_path) == before
+
+
+def test_a_file_name_with_controls_is_escaped_in_the_one_error_line(
+    tmp_path: Path, db_path: Path
+) -> None:
+    """`ingest $'in/evil\\x1b[31mname\\nfake.jsonl'` printed the name across two
+    lines with its ESC dropped; U+202E (right-to-left override) went out raw."""
+    for name, shown in [
+        ("evil\x1b[31mname\nfake.jsonl", "evil\\x1b[31mname\\nfake.jsonl:1:"),
+        ("\u202eevil.jsonl", "\\u202eevil.jsonl:1:"),
+    ]:
+        source = tmp_path / name
+        source.write_text(json.dumps(chunk(priority=101)) + "\n", encoding="utf-8")
+        before = dbtools.snapshot(db_path)
+        line = one_error_line(run("ingest", str(source), db=db_path, subprocess_run=True))
+        assert shown in line, line
+        assert "\x1b" not in line and "\u202e" not in line, line
+        assert "priority" in line, line
+        assert dbtools.snapshot(db_path) == before
+
+
+def test_a_db_path_with_a_newline_cannot_forge_a_second_error_line(tmp_path: Path) -> None:
+    """`--db $'/tmp/x\\nerror: fake.db' head` printed a forged `error:` line."""
+    db = f"{tmp_path}/x\nerror: fake.db"
+    result = run("head", db=db, subprocess_run=True)
+    line = one_error_line(result)
+    assert "x\\nerror: fake.db" in line, line
+    assert not Path(db).exists()
