@@ -59,3 +59,16 @@ def test_a_db_path_with_a_newline_cannot_forge_a_second_error_line(tmp_path: Pat
     line = one_error_line(result)
     assert "x\\nerror: fake.db" in line, line
     assert not Path(db).exists()
+
+
+def test_a_pack_fixture_missing_its_other_keys_is_refused(tmp_path: Path, db_path: Path) -> None:
+    """`{"chunks": [<valid record>]}` was stored (exit 0), though a pack fixture
+    is an object with exactly `fixture_version`, `selector_version`, `request`
+    and `chunks`: a missing key is refused as an unknown one is."""
+    source = tmp_path / "bad-obj.json"
+    source.write_text(json.dumps({"chunks": [chunk(id="new-chunk")]}), encoding="utf-8")
+    before = dbtools.snapshot(db_path)
+    line = one_error_line(run("ingest", str(source), db=db_path))
+    assert line.startswith(f"{source}: not a pack fixture: missing top-level fields"), line
+    assert "['fixture_version', 'request', 'selector_version']" in line, line
+    assert dbtools.snapshot(db_path) == before
