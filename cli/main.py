@@ -155,10 +155,33 @@ class Command(click.Command):
                 return super().invoke(ctx)
             with collector_paused():
                 return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Caught here, before click turns it into Abort and prints an empty
+            # line: one line instead (`interrupted`). Every write is one
+            # transaction, rolled back by the exception on its way out.
+            if not FAILED_IN:
+                FAILED_IN.append(self)
+            raise interrupted() from None
         except LedgerError:
             if not FAILED_IN:  # the innermost command comes first
                 FAILED_IN.append(self)
             raise
+
+
+class Interrupted(RefusedError):
+    """The user interrupted the command (Ctrl-C, SIGINT): exit 1."""
+
+
+def interrupted() -> Interrupted:
+    """The one line of an interrupted command. A write interrupted before its
+    commit was rolled back (each command writes in one transaction); one that
+    was committed is named (`RECORDED`), so it is not run twice."""
+    if RECORDED:
+        return Interrupted(
+            f"interrupted after {', '.join(RECORDED)} recorded; do not run it again "
+            "(`ledger head` names the newest entry)"
+        )
+    return Interrupted("interrupted; nothing was recorded by this command (run it again)")
 
 
 class Group(Command, click.Group):
