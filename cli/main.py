@@ -114,9 +114,9 @@ class Settings:
             return database_files(os.path.abspath(self.db))
         if not self.db.lower().startswith("sqlite"):
             return []
-        from ledger.store.engine import sqlite_path
+        from ledger.api.files import database_file
 
-        return database_files(sqlite_path(self.db))
+        return database_files(database_file(self.db))
 
     def _close(self) -> None:
         if self._ledger is not None:
