@@ -20,8 +20,10 @@ import errno
 import importlib
 import importlib.util
 import io
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -99,6 +101,23 @@ class Settings:
                 freeze_loaded()
         return self._ledger
 
+    def database_files(self) -> list[Path]:
+        """The SQLite file of --db and its companions (`safeio.database_files`),
+        without opening the ledger: what no output of any command may alias,
+        including the database-free ones (`pack --json-pack`, `keygen -o`,
+        `transcript`). A server URL protects nothing. SQLAlchemy loads only
+        for a `sqlite:` URL; a plain path (the usual case, and the default
+        `ledger.db`) is resolved as `ledger.open` resolves it."""
+        from ledger.safeio import database_files
+
+        if "://" not in self.db:
+            return database_files(os.path.abspath(self.db))
+        if not self.db.lower().startswith("sqlite"):
+            return []
+        from ledger.api.files import database_file
+
+        return database_files(database_file(self.db))
+
     def _close(self) -> None:
         if self._ledger is not None:
             self._ledger.close()
@@ -106,6 +125,14 @@ class Settings:
 
 
 pass_settings = click.make_pass_decorator(Settings)
+
+
+def protected_database_files() -> list[Path]:
+    """`Settings.database_files` of the command running now (none outside the
+    `ledger` group, as when a test invokes a command alone)."""
+    ctx = click.get_current_context(silent=True)
+    settings = ctx.find_object(Settings) if ctx is not None else None
+    return settings.database_files() if settings is not None else []
 
 
 # The innermost command whose run raised the LedgerError being reported: its
@@ -128,10 +155,33 @@ class Command(click.Command):
                 return super().invoke(ctx)
             with collector_paused():
                 return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Caught here, before click turns it into Abort and prints an empty
+            # line: one line instead (`interrupted`). Every write is one
+            # transaction, rolled back by the exception on its way out.
+            if not FAILED_IN:
+                FAILED_IN.append(self)
+            raise interrupted() from None
         except LedgerError:
             if not FAILED_IN:  # the innermost command comes first
                 FAILED_IN.append(self)
             raise
+
+
+class Interrupted(RefusedError):
+    """The user interrupted the command (Ctrl-C, SIGINT): exit 1."""
+
+
+def interrupted() -> Interrupted:
+    """The one line of an interrupted command. A write interrupted before its
+    commit was rolled back (each command writes in one transaction); one that
+    was committed is named (`RECORDED`), so it is not run twice."""
+    if RECORDED:
+        return Interrupted(
+            f"interrupted after {', '.join(RECORDED)} recorded; do not run it again "
+            "(`ledger head` names the newest entry)"
+        )
+    return Interrupted("interrupted; nothing was recorded by this command (run it again)")
 
 
 class Group(Command, click.Group):
@@ -347,10 +397,22 @@ def main(argv: list[str] | None = None) -> None:
             freeze_loaded()
 
 
+def error_line(message: str) -> str:
+    """An error message as one line for the terminal: each control, separator or
+    invisible format character (a newline, ESC, U+202E) escaped (`\\x1b`), as
+    stored metadata is (`ledger.core.records.printable`). A file name or --db
+    path holding one can then neither forge a second `error:` line nor move the
+    cursor nor reverse the text. Every error line of the command line goes
+    through here."""
+    from ledger.core.records import printable
+
+    return printable(message)
+
+
 def _fail(error: LedgerError) -> None:
     """Report a LedgerError in one line on stderr and exit with its class's code."""
     command = FAILED_IN[0] if FAILED_IN else None
-    click.echo(f"error: {render_error(error, command)}", err=True)
+    click.echo(f"error: {error_line(render_error(error, command))}", err=True)
     sys.exit(exit_code_of(error))
 
 
@@ -374,7 +436,7 @@ def _main(argv: list[str] | None) -> None:
             exc.show()  # the compatibility commands keep their references' form
         else:
             # One line, as every other error: what, and where to read how.
-            said = " ".join(exc.format_message().split()).rstrip(".")
+            said = error_line(" ".join(exc.format_message().split()).rstrip("."))
             hint = f" (see `{path} --help`)" if ctx is not None and exc.exit_code == 2 else ""
             click.echo(f"error: {said}{hint}", err=True)
         sys.exit(exc.exit_code if exc.exit_code is not None else EXIT_USAGE)

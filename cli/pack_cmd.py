@@ -18,7 +18,7 @@ import click
 
 from ledger import safeio
 from ledger.core.errors import InputError, LedgerError
-from ledger_cli.main import command
+from ledger_cli.main import command, error_line, protected_database_files
 
 PACK_ERROR_EXIT = 2  # the pack-fixture contract's code for every failure
 SELECT_ERROR_EXIT = 1  # the budgeted-select contract's code for invalid input
@@ -57,7 +57,7 @@ def _write_pack(
     does), but never more group or other permission than the fixture it was
     made from: the pack holds the fixture's chunk bodies. Refused: a symbolic
     link (even a dangling one), an existing file that is not a regular file or
-    has other hard links, and the fixture itself (`protected`).
+    has other hard links, and the fixture and database files (`protected`).
     """
     import tempfile  # only when a pack is written: keeps `ledger pack` start-up small
 
@@ -104,8 +104,8 @@ def _write_pack(
     default=None,
     metavar="PATH",
     help="Also write the pack as JSON (UTF-8, indent 2, keys sorted); parents are created. "
-    "A PATH that is a symbolic link (even a dangling one), not a regular file, or the "
-    "fixture itself is refused. "
+    "A PATH that is a symbolic link (even a dangling one), not a regular file, the "
+    "fixture itself, or the --db database (or its -wal/-shm/-journal files) is refused. "
     "The file gets the mode a plain open() gives (umask), but no more group or other "
     "permission than the fixture has: it holds the fixture's chunk bodies.",
 )
@@ -132,10 +132,13 @@ def pack_command(fixture: str | None, json_pack: str | None) -> None:
         lines = list(result.lines)
         if json_pack is not None:
             text = json.dumps(result.pack, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
-            written = _write_pack(Path(json_pack), text, fixture_mode, (path,))
+            # Never the fixture, nor the database of --db/LEDGER_DB (or the
+            # default ledger.db) with its companions, though `pack` opens none.
+            protected = (path, *protected_database_files())
+            written = _write_pack(Path(json_pack), text, fixture_mode, protected)
             lines.append(f"wrote {written}")
     except LedgerError as exc:
-        click.echo(f"context pack error: {exc}", err=True)
+        click.echo(f"context pack error: {error_line(str(exc))}", err=True)
         sys.exit(PACK_ERROR_EXIT)
     # Printed only after everything succeeded: on failure stdout stays empty.
     click.echo("\n".join(lines))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -179,16 +180,17 @@ def export_command(lg: Ledger, pack: str, fmt: str, with_content: bool, output: 
     click.echo(f"wrote {os.path.abspath(output)}", err=True)
 
 
-def write_private(path: str, text: str, lg: Ledger) -> None:
+def write_private(path: str, text: str, lg: Ledger, inputs: Sequence[str] = ()) -> None:
     """Write a file readable by its owner only, replacing it atomically.
 
-    Refused (exit 1): the ledger's own database or its -wal/-shm/-journal files
-    (by path after resolving, or by inode), a symbolic or hard link, anything that
-    is not a regular file (a device, a named pipe, a directory).
+    Refused (exit 1): the ledger's own database or its -wal/-shm/-journal files,
+    or one of the command's input files (`inputs`), by path after resolving or
+    by inode; a symbolic or hard link; anything that is not a regular file (a
+    device, a named pipe, a directory).
     """
     from pathlib import Path
 
     from ledger import safeio
 
-    protected = safeio.database_files(lg.database_file)
+    protected = safeio.database_files(lg.database_file) + [Path(p) for p in inputs]
     safeio.write_output(Path(path), text.encode("utf-8"), protected=protected)

@@ -18,7 +18,7 @@ import click
 
 from ledger.core.errors import EXIT_INTEGRITY
 from ledger_cli.common import INTEGER, echo_json, json_option, pass_ledger
-from ledger_cli.main import Settings, command, group
+from ledger_cli.main import Settings, command, group, protected_database_files
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -39,8 +39,12 @@ def keygen_command(name: str, output: str) -> None:
     \b
     ledger keygen example.com/ledger -o ledger.key > ledger.vkey
     """
+    from ledger import safeio
     from ledger.signing import generate_key
 
+    # A key written as the database's -wal or -journal (absent while the ledger
+    # is at rest) would be taken by SQLite for its own file and deleted.
+    safeio.check_output(Path(output), protected=protected_database_files())
     signer = generate_key(name, Path(output))
     click.echo(signer.vkey)
     click.echo(f"wrote {os.path.abspath(output)} (owner-only; keep it secret)", err=True)
@@ -73,7 +77,8 @@ def checkpoint_group(
     if output is not None:
         from ledger_cli.packs_cmd import write_private
 
-        write_private(output, result.note, settings.ledger(ctx))
+        # Never over the signing key it read (`--key k -o k` lost the key).
+        write_private(output, result.note, settings.ledger(ctx), inputs=[key] if key else [])
         click.echo(f"wrote {os.path.abspath(output)}", err=True)
     if as_json:
         echo_json(result.to_json())

@@ -28,7 +28,7 @@ from ledger.core.transcript import (
     render_sidecar,
     select_exchanges,
 )
-from ledger_cli.main import group
+from ledger_cli.main import group, protected_database_files
 
 CONTINUATION = "continuation.md"
 OMISSIONS = "omissions.json"
@@ -97,6 +97,7 @@ def annotate_transcript(
     the assignments change, instead of starting from every exchange `normal`.
     """
     protected = [source] + ([base] if base is not None and base != STDIN else [])
+    protected += protected_database_files()
     safeio.check_directory(sidecar.parent)
     existing = safeio.check_outputs([sidecar], protected=protected)
     safeio.refuse_without_terminal(existing, stdin=stdin, stdout=stdout)
@@ -138,7 +139,7 @@ def export_transcript(
     source_format: str | None = None,
 ) -> Selection:
     """Write OUTDIR/continuation.md and OUTDIR/omissions.json; return the selection."""
-    protected = [source, sidecar]
+    protected = [source, sidecar, *protected_database_files()]
     targets = [outdir / CONTINUATION, outdir / OMISSIONS]
     # Cheap refusals first, before reading a large source.
     safeio.check_directory(outdir)

@@ -429,8 +429,22 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def _names(ids: Iterable[str]) -> str:
-    return ", ".join(repr(i) for i in sorted(ids))
+# How many ids a dedupe-group message names per list; the rest are counted, so a
+# group of 200,000 members is still a short line.
+NAMED_IDS = 3
+_ATTRIBUTE_WORDS = {"trust": "trust label", "required_permission": "required permission"}
+
+
+def _names(ids: Iterable[str], limit: int = NAMED_IDS) -> str:
+    """The lowest `limit` ids, quoted, then how many more there are.
+
+    >>> _names(["c", "a", "b", "d", "e"])
+    "'a', 'b', 'c' and 2 more"
+    """
+    ordered = sorted(ids)
+    shown = ", ".join(repr(i) for i in ordered[:limit])
+    rest = len(ordered) - limit
+    return f"{shown} and {rest:,} more" if rest > 0 else shown
 
 
 def check_dedupe_groups(records: Iterable[ChunkRecord]) -> None:
@@ -457,7 +471,8 @@ def check_dedupe_groups(records: Iterable[ChunkRecord]) -> None:
                 "required chunks cannot share a dedupe_key",
                 message=(
                     f"required chunks cannot share a dedupe_key: {key!r} "
-                    f"(required {_names(required_ids)}; ids {_names({m.id for m in members})})"
+                    f"(required {_names(required_ids)}; ids {_names({m.id for m in members})}); "
+                    "give the required chunks dedupe keys of their own"
                 ),
             )
     for key in sorted(shared):
@@ -473,7 +488,11 @@ def check_dedupe_groups(records: Iterable[ChunkRecord]) -> None:
                 raise RecordError(
                     "dedupe_key",
                     f"crosses {attribute} boundaries",
-                    message=f"dedupe_key {key!r} crosses {attribute} boundaries ({by_value})",
+                    message=(
+                        f"dedupe_key {key!r} crosses {attribute} boundaries ({by_value}); "
+                        f"give the chunks one {_ATTRIBUTE_WORDS.get(attribute, attribute)}, "
+                        "or different dedupe keys"
+                    ),
                 )
 
 

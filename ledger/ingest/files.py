@@ -150,6 +150,13 @@ def _iter_json(
                 f"{path}: not a pack fixture: unknown top-level fields {unknown} "
                 f"(a fixture has {sorted(FIXTURE_KEYS)})"
             )
+        missing = sorted(FIXTURE_KEYS - set(doc))
+        if missing:  # a fixture has exactly its four fields (docs/reference/commands.md)
+            raise InputError(
+                f"{path}: not a pack fixture: missing top-level fields {missing} "
+                f"(a fixture has {sorted(FIXTURE_KEYS)}; for chunk records alone, "
+                "write a JSON array of them)"
+            )
         if "request" in doc:
             notes.append(
                 f"{path}: a pack fixture: its chunks are stored; its request (date, budget, "

@@ -47,6 +47,21 @@ _PG_LOCK_KEY = 0x1ED6E7  # advisory lock that serializes chain appends
 _SECRET_KEY = re.compile(r"pass|secret|token|sslkey|credential", re.IGNORECASE)
 _QUERY_VALUE = re.compile(r"([?&]([^=&#]*)=)([^&#]*)")
 _USERINFO_PASSWORD = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/?#@]*:)[^@/?#]*@", re.IGNORECASE)
+# `scheme://user:` and everything up to the LAST `@`: the password of a URL whose
+# userinfo is ambiguous (an unescaped `@` in the password).
+_AMBIGUOUS_PASSWORD = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/?#@]*:).*@", re.IGNORECASE | re.DOTALL)
+AMBIGUOUS_USERINFO = (
+    "the URL holds more than one '@' (write an '@' in the user name or password as %40)"
+)
+
+
+def ambiguous_userinfo(url: str) -> bool:
+    """True when a URL holds more than one `@` after `scheme://`: the password may
+    hold an unescaped `@`, and no parser can tell where it ends. SQLAlchemy ends
+    it at the first `@` and takes the rest for the host, so the rest of the
+    password would be shown as the host, by `display_url` and in the driver's
+    own errors (`failed to resolve host 'ret@127.0.0.1'`)."""
+    return url.partition("://")[2].count("@") > 1
 
 
 def display_url(url: str) -> str:
@@ -56,16 +71,27 @@ def display_url(url: str) -> str:
     query values of password-like keys (`password`, `sslpassword`, `passfile`,
     ...) are then replaced by `***` too. A URL that does not parse is masked
     the same way by pattern, so even a malformed URL never shows its secret.
+    A URL with more than one `@` (`ambiguous_userinfo`) is masked from
+    `scheme://user:` up to its last `@`, never parsed: no part of a password
+    that holds an unescaped `@` is shown as the host.
     """
+    if ambiguous_userinfo(url):
+        return _QUERY_VALUE.sub(_mask_query, _AMBIGUOUS_PASSWORD.sub(r"\1***@", url))
+    return _QUERY_VALUE.sub(_mask_query, _rendered_without_password(url))
+
+
+def _mask_query(m: re.Match[str]) -> str:
+    """A query `key=value` with the value of a password-like key as `***`."""
+    return m.group(1) + "***" if _SECRET_KEY.search(m.group(2)) else m.group(0)
+
+
+def _rendered_without_password(url: str) -> str:
+    """The URL with its userinfo password as `***` (SQLAlchemy's form, or by pattern)."""
     try:
         text = make_url(url).render_as_string(hide_password=True)
     except (ArgumentError, ValueError, TypeError):
         text = _USERINFO_PASSWORD.sub(r"\1***@", url)
-
-    def mask(m: re.Match[str]) -> str:
-        return m.group(1) + "***" if _SECRET_KEY.search(m.group(2)) else m.group(0)
-
-    return _QUERY_VALUE.sub(mask, text)
+    return text
 
 
 def parse_url(url: str) -> URL:
@@ -76,7 +102,9 @@ def parse_url(url: str) -> URL:
     except (ArgumentError, ValueError, TypeError) as exc:
         # A port `:abc` or an unclosed `[::1` raise ValueError from deep inside.
         reason = " ".join(str(exc).split())
-        if url in reason:
+        if ambiguous_userinfo(url):
+            reason = AMBIGUOUS_USERINFO  # the parser's words may quote the password
+        elif url in reason:
             reason = reason.replace(url, display_url(url))
         raise _db_error(
             f"not a database URL or path: {display_url(url)} ({reason}); "
@@ -160,9 +188,8 @@ def make_engine(url: str, *, create: bool = False) -> Engine:
         ) from None
     except (ArgumentError, ValueError, TypeError) as exc:
         # Query arguments the dialect cannot take (`?port=x`, an unknown option).
-        raise _db_error(
-            f"cannot use the database URL {display_url(url)}: {' '.join(str(exc).split())}"
-        ) from None
+        reason = AMBIGUOUS_USERINFO if ambiguous_userinfo(url) else " ".join(str(exc).split())
+        raise _db_error(f"cannot use the database URL {display_url(url)}: {reason}") from None
     return engine
 
 
@@ -296,6 +323,9 @@ def check_database(engine: Engine, url: str) -> str | None:
     except DatabaseError as exc:
         engine.dispose()
         reason = " ".join(str(exc.orig).split())  # drivers' messages may span lines
+        if ambiguous_userinfo(url):
+            # The driver quotes what it took for the host: part of the password.
+            reason = f"cannot connect, and {AMBIGUOUS_USERINFO}"
         raise SchemaError(f"cannot open the database {_where(url)}: {reason}") from None
     except UnicodeError:
         # The driver resolves the host with the IDNA codec, which refuses some names.

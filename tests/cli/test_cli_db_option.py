@@ -125,3 +125,29 @@ def test_a_garbage_file_is_refused_untouched(tmp_path: Path) -> None:
     for command in (("verify",), ("init",)):
         one_line(run(*command, db=path), 1)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://alice:S3c@ret@127.0.0.1:1/ledger",
+        "postgresql+psycopg://alice:S3c@r@et@127.0.0.1:1/ledger",
+        "postgresql+psycopg://alice:S3c@ret@127.0.0.1:notaport/ledger",
+        "postgresql+psycopg://alice:S3c?@ret@127.0.0.1:1/ledger",
+    ],
+    ids=["one-at", "two-ats", "bad-port", "question-mark"],
+)
+@pytest.mark.parametrize("command", [("head",), ("init",)], ids=lambda c: c[0])
+def test_a_password_holding_an_unescaped_at_is_never_shown(
+    url: str, command: tuple[str, ...]
+) -> None:
+    """`alice:S3c@ret@127.0.0.1` was shown as `alice:***@ret@127.0.0.1`, and the
+    driver's `failed to resolve host 'ret@127.0.0.1'`: the tail of the password.
+    Everything between `alice:` and the last `@` is masked, the driver's words
+    are dropped, and the line says how to write the `@`."""
+    result = run(*command, db=url, timeout=60)
+    line = one_line(result, 1)
+    assert "ret" not in line.replace("postgresql", ""), line
+    assert "S3c" not in line, line
+    assert "alice:***@127.0.0.1" in line, line
+    assert "%40" in line, line

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.clitools import no_traceback, one_line, run, verify_json
-from tests.conftest import FIXTURE
+from tests.clitools import Run, no_traceback, one_line, run, verify_json
+from tests.conftest import FIXTURE, run_ledger
 
 
 def _digest(path: Path) -> str:
@@ -133,3 +133,68 @@ def test_pack_json_pack_still_creates_missing_parents(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert target.is_file() and not target.is_symlink()
     assert result.stdout.splitlines()[-1] == f"wrote {target}"
+
+
+@pytest.mark.parametrize("named", ["--db", "LEDGER_DB", "default"])
+@pytest.mark.parametrize("suffix", ["", "-wal", "-journal"])
+def test_pack_json_pack_never_aliases_the_database(
+    seeded_file: Path, named: str, suffix: str
+) -> None:
+    """`ledger --db team.db pack --json-pack team.db` replaced the ledger with the
+    JSON pack and exited 0: `pack` opens no database, but its output may not be
+    the database of --db, LEDGER_DB or the default ledger.db, nor a companion."""
+    folder = seeded_file.parent
+    before = _digest(seeded_file)
+    argv = ["pack", "--json-pack", f"ledger.db{suffix}"]
+    env = {"LEDGER_DB": str(seeded_file)} if named == "LEDGER_DB" else None
+    result = run_ledger(*argv, db=seeded_file if named == "--db" else None, cwd=folder, env=env)
+    line = one_line(
+        Run(tuple(argv), result.returncode, result.stdout, result.stderr),
+        2,
+        prefix="context pack error: ",
+    )
+    assert f"ledger.db{suffix}" in line, line
+    assert _digest(seeded_file) == before
+    assert not Path(f"{seeded_file}-wal").exists()
+    assert not Path(f"{seeded_file}-journal").exists()
+    assert verify_json(seeded_file)["ok"] is True
+
+
+def test_keygen_never_writes_the_databases_companion(seeded_file: Path) -> None:
+    """`keygen -o ledger.db-wal` wrote the private key where SQLite keeps its
+    write-ahead log: the next command would take it for the log and delete it."""
+    folder = seeded_file.parent
+    result = run("keygen", "example.com/ledger", "-o", "ledger.db-wal", db=seeded_file, cwd=folder)
+    line = one_line(result, 1)
+    assert "ledger.db-wal" in line, line
+    assert not Path(f"{seeded_file}-wal").exists()
+    assert verify_json(seeded_file)["ok"] is True
+
+
+def test_checkpoint_output_never_replaces_its_signing_key(seeded_file: Path) -> None:
+    """`checkpoint --key k -o k` replaced the private key with the checkpoint."""
+    folder = seeded_file.parent
+    run("keygen", "example.com/ledger", "-o", "ledger.key", db=seeded_file, cwd=folder, check=True)
+    key = folder / "ledger.key"
+    before = key.read_bytes()
+    result = run(
+        "checkpoint", "--key", "ledger.key", "-o", "ledger.key", db=seeded_file, cwd=folder
+    )
+    line = one_line(result, 1)
+    assert "ledger.key" in line, line
+    assert key.read_bytes() == before
+
+
+def test_transcript_annotate_never_writes_the_databases_companion(seeded_file: Path) -> None:
+    """`transcript annotate chat.jsonl ledger.db-wal` wrote the sidecar as the
+    database's write-ahead log."""
+    folder = seeded_file.parent
+    chat = folder / "chat.jsonl"
+    chat.write_text(
+        '{"role":"user","content":"hi"}\n{"role":"assistant","content":"ok"}\n', encoding="utf-8"
+    )
+    result = run("transcript", "annotate", str(chat), "ledger.db-wal", db=seeded_file, cwd=folder)
+    line = one_line(result, 1)
+    assert "ledger.db-wal" in line, line
+    assert not Path(f"{seeded_file}-wal").exists()
+    assert verify_json(seeded_file)["ok"] is True

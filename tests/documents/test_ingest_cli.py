@@ -599,3 +599,30 @@ def test_a_file_cannot_take_over_another_files_chunk_id(kb: dict[str, Any]) -> N
     assert "would come from two files" in line
     assert "'security/keys.md'" in line and "'Security-keys.md'" in line
     assert dbtools.snapshot(kb["db"]) == before
+
+
+@pytest.mark.parametrize("subprocess_run", [False, True], ids=["in-process", "subprocess"])
+def test_a_truncated_pdf_is_one_line_without_pypdfs_words(
+    tmp_path: Path, db_path: Path, subprocess_run: bool
+) -> None:
+    """Half of a valid PDF printed pypdf's own "EOF marker not found" line, then
+    an error naming pypdf's class (PdfStreamError): one line now, saying what is
+    wrong with the file and what to do, the ledger as it was."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    whole = make_pdf([["Page one text."], ["Page two text."]])
+    (root / "manual.pdf").write_bytes(whole[: len(whole) // 2])
+    rules = tmp_path / "rules.toml"
+    rules.write_text(
+        RULES.split("[[rule]]")[0]
+        + '[[rule]]\nmatch = "**"\nsection = "evidence"\ntrust = "approved-source"\n'
+        + 'required_permission = "kb-read"\npriority = 50\n',
+        encoding="utf-8",
+    )
+    before = dbtools.snapshot(db_path)
+    proc = run_ledger(
+        "ingest", str(root), "--rules", str(rules), db=db_path, subprocess_run=subprocess_run
+    )
+    _refused({"db": db_path}, proc, before, "manual.pdf", "not a readable PDF", "skip = true")
+    assert "EOF" not in proc.stderr and "Pdf" not in proc.stderr, proc.stderr
+    assert "Error" not in proc.stderr, proc.stderr

@@ -261,7 +261,13 @@ def test_formats_by_extension(name: str, db_url: str, tmp_path: Path) -> None:
         ("export.txt", "jsonl", jsonl_bytes(good_lines(2))),
         ("lines.json", "jsonl", jsonl_bytes(good_lines(2))),
         ("array.data", "json", array_bytes(good_lines(2))),
-        ("fixture.data", "fixture", b'{"chunks": ' + array_bytes(good_lines(2)) + b"}"),
+        (
+            "fixture.data",
+            "fixture",
+            b'{"fixture_version": "v1", "selector_version": "v1", "request": {}, "chunks": '
+            + array_bytes(good_lines(2))
+            + b"}",
+        ),
     ],
 )
 def test_format_option_overrides_the_extension(

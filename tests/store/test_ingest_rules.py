@@ -74,7 +74,8 @@ def test_fixture_rule_names_chunks_index(
 ) -> None:
     path = tmp_path / "fixture.json"
     items = good_lines(2)
-    body = b'{"fixture_version": "v1", "chunks": ' + array_bytes(items + [rule.text]) + b"}"
+    head = b'{"fixture_version": "v1", "selector_version": "v1", "request": {}, "chunks": '
+    body = head + array_bytes(items + [rule.text]) + b"}"
     path.write_bytes(body)
     message = str(refusal(ledger_engine, db_url, [path]))
     assert message.startswith(expected_prefix(f"{path}: chunks[2]", rule)), message
@@ -140,7 +141,13 @@ def test_invalid_json_syntax_names_line(ledger_engine: Engine, db_url: str, tmp_
     assert message.startswith(f"{path}:2: invalid JSON"), message
 
 
-@pytest.mark.parametrize("body", [b"[]", b'{"chunks": []}'])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[]",
+        b'{"fixture_version": "v1", "selector_version": "v1", "request": {}, "chunks": []}',
+    ],
+)
 def test_no_records_is_refused(
     body: bytes, ledger_engine: Engine, db_url: str, tmp_path: Path
 ) -> None:

@@ -11,6 +11,10 @@ content every page would parse is summed before any text is extracted
 from __future__ import annotations
 
 import io
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ledger.core.errors import InputError
@@ -77,6 +81,27 @@ def _extract_pages(
     return pages
 
 
+@contextmanager
+def _pypdf_quiet() -> Iterator[None]:
+    """While a PDF is read, pypdf's own warnings ("EOF marker not found") go
+    nowhere: with no logging configured, Python prints them on stderr, a second
+    line beside the one error the ledger gives. Scoped to the read: a null
+    handler on the `pypdf` logger that stops there, and Python warnings ignored,
+    both restored after (a program that logs pypdf itself keeps its logging)."""
+    logger = logging.getLogger("pypdf")
+    handler = logging.NullHandler()
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.propagate = propagate
+        logger.removeHandler(handler)
+
+
 def read_pdf(
     data: bytes,
     where: str,
@@ -96,14 +121,18 @@ def read_pdf(
         ) from None
     meter = work if work is not None else Work()
     try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            raise InputError(f"{where}: the PDF is encrypted; decrypt it first")
-        pages = _extract_pages(reader, where, meter, max_content, max_operations)
+        with _pypdf_quiet():
+            reader = pypdf.PdfReader(io.BytesIO(data))
+            if reader.is_encrypted:
+                raise InputError(f"{where}: the PDF is encrypted; decrypt it first")
+            pages = _extract_pages(reader, where, meter, max_content, max_operations)
     except InputError:
         raise
-    except Exception as exc:  # pypdf raises many kinds on a broken file
-        raise InputError(f"{where}: not a readable PDF ({type(exc).__name__})") from None
+    except Exception:  # pypdf raises many kinds on a broken file; its words name its code
+        raise InputError(
+            f"{where}: not a readable PDF (truncated or damaged); replace it with a "
+            "complete copy, or skip it with a rule `skip = true`"
+        ) from None
     sections: list[Section] = []
     for n, page_text in enumerate(pages, start=1):
         page_text = page_text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
