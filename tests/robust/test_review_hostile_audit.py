@@ -79,11 +79,9 @@ def test_a_pack_fixture_missing_its_other_keys_is_refused(tmp_path: Path, db_pat
 
 
 def _has_open(pid: int, path: Path) -> bool:
-    """Whether process `pid` or one of its process group has `path` open."""
-    import subprocess
-
-    group = subprocess.run(["pgrep", "-g", str(pid)], capture_output=True, text=True).stdout
-    for member in {pid, *(int(p) for p in group.split())}:
+    """Whether process `pid` or one of its process group has `path` open (read
+    from /proc alone: no process tool need be installed)."""
+    for member in {pid, *_group_of(pid)}:
         try:
             fds = os.listdir(f"/proc/{member}/fd")
         except OSError:
@@ -95,6 +93,23 @@ def _has_open(pid: int, path: Path) -> bool:
             except OSError:
                 continue
     return False
+
+
+def _group_of(pgid: int) -> list[int]:
+    """The processes of process group `pgid`, from /proc/PID/stat (its fifth
+    field, after the command name in parentheses, is the group)."""
+    members = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid:
+            members.append(int(name))
+    return members
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
