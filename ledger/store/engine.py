@@ -292,6 +292,26 @@ def read_transaction(engine: Engine) -> Iterator[Connection]:
             yield conn
 
 
+def sqlite_open_failure(reason: str) -> str:
+    """SQLite's words for a ledger file it cannot open, with the advice that fits.
+
+    A ledger file is in WAL mode: even a reader needs its -wal and -shm files,
+    which SQLite makes beside it; in a folder this user may not write, the file
+    is read as immutable (https://sqlite.org/uri.html#uriimmutable).
+
+    >>> sqlite_open_failure("disk I/O error")
+    'disk I/O error'
+    """
+    if "readonly" not in reason.replace("-", "").replace(" ", ""):
+        return reason
+    return (
+        f"{reason} (a ledger's reader needs its -wal and -shm files beside it, and this "
+        "user may not write there: run it where the folder may be written, or, while no "
+        "one writes the ledger, open it as --db "
+        "'sqlite:///file:PATH?mode=ro&immutable=1&uri=true')"
+    )
+
+
 def current_revision(conn: Connection) -> str | None:
     """The schema revision stored in the database, or None when it has none."""
     if not inspect(conn).has_table("alembic_version"):
@@ -326,6 +346,8 @@ def check_database(engine: Engine, url: str) -> str | None:
         if ambiguous_userinfo(url):
             # The driver quotes what it took for the host: part of the password.
             reason = f"cannot connect, and {AMBIGUOUS_USERINFO}"
+        elif engine.dialect.name == "sqlite":
+            reason = sqlite_open_failure(reason)
         raise SchemaError(f"cannot open the database {_where(url)}: {reason}") from None
     except UnicodeError:
         # The driver resolves the host with the IDNA codec, which refuses some names.

@@ -149,3 +149,24 @@ def test_ctrl_c_during_an_ingest_is_one_line_and_records_nothing(
     line = one_error_line(result)
     assert line == "interrupted; nothing was recorded by this command (run it again)", line
     assert dbtools.snapshot(db_path) == before
+
+
+def test_a_ledger_in_a_folder_the_user_may_not_write_says_how_to_read_it(
+    db_path: Path,
+) -> None:
+    """A ledger (WAL) needs its -wal and -shm files beside it even to be read: in
+    a folder this user may not write, every command failed with SQLite's words
+    alone ("attempt to write a readonly database"). The line now says why and
+    how to read it, and the way it names reads a ledger: `verify` passes through
+    the immutable URI, with no -wal or -shm file made beside it."""
+    from ledger.store.engine import sqlite_open_failure
+
+    said = sqlite_open_failure("attempt to write a readonly database")
+    assert said.startswith("attempt to write a readonly database (a ledger's reader needs")
+    url = said[said.index("'sqlite:///") + 1 : said.rindex("'")]
+    assert sqlite_open_failure("disk I/O error") == "disk I/O error"
+    for side in ("-wal", "-shm"):
+        Path(f"{db_path}{side}").unlink(missing_ok=True)
+    verified = run("verify", db=url.replace("PATH", str(db_path)), subprocess_run=True)
+    assert verified.returncode == 0 and verified.stdout.startswith("ok: "), verified
+    assert not Path(f"{db_path}-shm").exists() and not Path(f"{db_path}-wal").exists()
