@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import TYPE_CHECKING
@@ -54,6 +55,7 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,79}")
 @click.option(
     "--hint-seconds",
     type=click.FloatRange(min=0),
+    callback=lambda _ctx, _param, value: _finite(value),
     default=3.0,
     show_default=True,
     help="PACK: compute no further hint once this many seconds are spent (the clock is read "
@@ -116,3 +118,10 @@ def report_command(
     path = output if output is not None else name
     write_private(path, text, lg)
     click.echo(f"wrote {os.path.abspath(path)}", err=True)
+
+
+def _finite(seconds: float) -> float:
+    """--hint-seconds: a number of seconds (`nan` and `inf` are not; 0: no limit)."""
+    if not math.isfinite(seconds):
+        raise click.BadParameter(f"{seconds} is not a number of seconds (0: no limit)")
+    return seconds

@@ -50,14 +50,20 @@ class Policy:
 
 
 def check_subject(subject: str) -> str:
-    if not SUBJECT_RE.fullmatch(subject):
+    if not isinstance(subject, str) or not SUBJECT_RE.fullmatch(subject):
         raise InputError(
-            f"subject {subject!r}: use letters, digits and . _ @ : - (at most 128 characters)"
+            f"subject {subject!r}: use letters, digits and . _ @ : - (at most 128 characters)",
+            param="subject",
         )
     return subject
 
 
 def check_budget(budget: int, where: str = "budget") -> int:
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise InputError(
+            f"{where}: must be a whole number between 1 and {MAX_BUDGET}, not {budget!r}",
+            param=where,
+        )
     if not 1 <= budget <= MAX_BUDGET:
         raise InputError(f"{where}: must be between 1 and {MAX_BUDGET}, got {budget}", param=where)
     return budget

@@ -177,3 +177,37 @@ def test_the_core_selects_without_a_database() -> None:
     assert [c.id for c in ctx.items] == ["bb"]
     assert [(e.candidate.id, e.reason) for e in ctx.evicted] == [("aa", "budget")]
     assert ledger.select is select
+
+
+def test_a_value_of_the_wrong_type_is_the_librarys_input_error(tmp_path: Path) -> None:
+    """The bad-input audit: build(budget="170") and build(subject=None) raised a
+    bare TypeError from inside the store; each is an InputError naming its
+    parameter, as a value of the right type out of range is."""
+    with ledger.open(str(tmp_path / "l.db"), create=True) as lg:
+        seed_open_ledger(lg)
+        for kwargs, param in (
+            ({"budget": "170"}, "budget"),
+            ({"budget": 1.5}, "budget"),
+            ({"budget": 0}, "budget"),
+            ({"subject": None}, "subject"),
+            ({"subject": 7}, "subject"),
+        ):
+            with pytest.raises(ledger.InputError) as raised:
+                lg.build("2026-07-21", **kwargs)
+            assert raised.value.param == param, kwargs
+        assert lg.build("2026-07-21", budget=170).used > 0
+
+
+def test_report_hint_seconds_must_be_a_number_of_seconds(tmp_path: Path) -> None:
+    db = tmp_path / "l.db"
+    with ledger.open(str(db), create=True) as lg:
+        seed_open_ledger(lg)
+        lg.build("2026-07-21")
+    for value in ("nan", "inf"):
+        proc = run_ledger("report", "1", "--hint-seconds", value, "-o",
+                          str(tmp_path / "r.html"), db=str(db))  # fmt: skip
+        assert proc.returncode == 2 and "is not a number of seconds" in proc.stderr, proc.stderr
+        assert not (tmp_path / "r.html").exists()
+    ok = run_ledger("report", "1", "--hint-seconds", "0.5", "-o", str(tmp_path / "r.html"),
+                    db=str(db))  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
