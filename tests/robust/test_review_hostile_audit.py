@@ -5,14 +5,10 @@ traceback, and the ledger exactly as it was."""
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 
-import pytest
-
 from tests import dbtools
-from tests.clitools import Run, clean_env, ledger_cmd, one_error_line, run
+from tests.clitools import one_error_line, run
 from tests.conftest import chunk
 
 
@@ -75,79 +71,6 @@ def test_a_pack_fixture_missing_its_other_keys_is_refused(tmp_path: Path, db_pat
     line = one_error_line(run("ingest", str(source), db=db_path))
     assert line.startswith(f"{source}: not a pack fixture: missing top-level fields"), line
     assert "['fixture_version', 'request', 'selector_version']" in line, line
-    assert dbtools.snapshot(db_path) == before
-
-
-def _has_open(pid: int, path: Path) -> bool:
-    """Whether process `pid` or one of its process group has `path` open (read
-    from /proc alone: no process tool need be installed)."""
-    for member in {pid, *_group_of(pid)}:
-        try:
-            fds = os.listdir(f"/proc/{member}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{member}/fd/{fd}") == str(path):
-                    return True
-            except OSError:
-                continue
-    return False
-
-
-def _group_of(pgid: int) -> list[int]:
-    """The processes of process group `pgid`, from /proc/PID/stat (its fifth
-    field, after the command name in parentheses, is the group)."""
-    members = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid:
-            members.append(int(name))
-    return members
-
-
-@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
-def test_ctrl_c_during_an_ingest_is_one_line_and_records_nothing(
-    tmp_path: Path, db_path: Path
-) -> None:
-    """Ctrl-C during a long ingest printed an empty line, then `error: aborted`,
-    and did not say whether anything was stored. SIGINT is sent to the command's
-    process group (as a terminal does) once the ingest has the file open; the
-    100,000 records take seconds to store, so it is still reading then."""
-    import signal
-    import subprocess
-
-    source = tmp_path / "big.jsonl"
-    with source.open("w", encoding="utf-8") as out:
-        for i in range(100_000):
-            out.write(json.dumps(chunk(id=f"c{i:07d}", dedupe_key=f"c{i:07d}")) + "\n")
-    before = dbtools.snapshot(db_path)
-    proc = subprocess.Popen(
-        ledger_cmd("ingest", str(source), db=db_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=clean_env(),
-        start_new_session=True,
-    )
-    try:
-        while not _has_open(proc.pid, source):
-            assert proc.poll() is None, "the ingest ended before it was seen reading"
-            time.sleep(0.005)
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    result = Run(("ingest",), proc.returncode, out.decode(), err.decode())
-    line = one_error_line(result)
-    assert line == "interrupted; nothing was recorded by this command (run it again)", line
     assert dbtools.snapshot(db_path) == before
 
 
