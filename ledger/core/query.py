@@ -166,26 +166,14 @@ def _quote_lexeme(word: str) -> str:
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-# What parts two written words: anything but a word character or a joiner
-# (`_`, `-`, `.`, an apostrophe), which keeps an identifier's parts together.
-_JOINED_APART = re.compile(r"[^\w\-.'\u2019]+")
-
-
 def parse_query(text: str) -> Query:
     """Plain words and "quoted phrases" of `text` as a `Query`.
 
     Raises `InputError` when the text holds no word at all (blank, or only
     punctuation and operators). Never raises anything else, whatever the text.
 
-    A word written with joiners (`_`, `-`, `.`, an apostrophe: an identifier
-    such as `REQUESTS_CA_BUNDLE` or `root_path`, `e-mail`, `U.S.`) is the
-    index's words it holds, in order: a phrase, as if quoted, never its parts
-    each on its own. Any other character (white space, `:`, `(`, ...) parts words.
-
     >>> parse_query('refund  "damaged items" refund').terms
     (('refund',), ('damaged', 'items'))
-    >>> parse_query("set root_path").terms
-    (('set',), ('root', 'path'))
     """
     if not isinstance(text, str):
         raise InputError("the query must be text")
@@ -194,16 +182,14 @@ def parse_query(text: str) -> Query:
     # Even pieces are outside quotes, odd ones inside; a lone quote's phrase
     # simply runs to the end.
     for i, piece in enumerate(text.split('"')):
+        words = normalize_words(piece)
+        if not words:
+            continue
         found: list[tuple[str, ...]]
-        if i % 2 == 1:
-            words = normalize_words(piece)
-            found = [tuple(words[:MAX_PHRASE_WORDS])] if words else []
+        if i % 2 == 1 and len(words) > 1:
+            found = [tuple(words[:MAX_PHRASE_WORDS])]
         else:
-            found = [
-                tuple(words[:MAX_PHRASE_WORDS])
-                for words in map(normalize_words, _JOINED_APART.split(piece))
-                if words
-            ]
+            found = [(w,) for w in words]
         for term in found:
             if term not in seen:
                 seen.add(term)

@@ -214,24 +214,3 @@ def test_a_text_starting_with_a_dash_and_the_repr_of_answers(tmp_path: Path) -> 
         run = run_ledger(*args, db=db)
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["matches"][0]["id"] == "flags"
-
-
-def test_an_identifier_asked_leads_with_the_chunk_that_holds_it(tmp_path: Path) -> None:
-    """`why REQUESTS_CA_BUNDLE`: the identifier is one word to the asker; the
-    chunks that hold only its parts (`requests`, `bundle`) are not its matches."""
-    ev = {"section": "evidence", "estimated_tokens": 10}
-    with ledger.open(str(tmp_path / "ledger.db"), create=True) as lg:
-        lg.ingest_records([
-            chunk(id="ssl", dedupe_key="ssl", content="Requests verify a CA bundle by default; "
-                  "requests to a bundle of hosts", **ev),
-            chunk(id="compat", dedupe_key="compat", required_permission="staff-read",
-                  content="Set the REQUESTS_CA_BUNDLE environment variable", **ev),
-        ])  # fmt: skip
-        lg.grant("default", "public-read")
-        lg.set_policy(allow_trust=["approved-source"], budget=100)
-        lg.build("2026-07-01")
-        answer = lg.why("REQUESTS_CA_BUNDLE")
-        assert [m.id for m in answer.matches] == ["compat"]
-        assert (answer.verdict, answer.matches[0].reason) == ("evicted", "permission_denied")
-        # The same words apart are a question about each word.
-        assert {m.id for m in lg.why("requests ca bundle").matches} == {"ssl", "compat"}
