@@ -112,6 +112,14 @@ def open(  # noqa: A001 - the API's name (docs/reference/python-api.md)
     return Ledger(url, engine.open_engine(url), otel_events=otel_events)
 
 
+def _listed(values: Any, param: str) -> list[Any]:
+    """A list argument (`ids`, `paths`); one string or path is a list of one, as
+    `erase` takes it, never its characters one by one."""
+    if isinstance(values, str | os.PathLike):
+        return [values]
+    return list(values)
+
+
 class Ledger:
     """One ledger database. Use `ledger.open(...)`, ideally as a context manager.
 
@@ -198,7 +206,7 @@ class Ledger:
 
         return ingest.ingest_paths(
             self._engine,
-            [os.fspath(p) for p in paths],
+            [os.fspath(p) for p in _listed(paths, "paths")],
             format=format,
             priorities=priorities,
             id_prefix=id_prefix,
@@ -213,10 +221,11 @@ class Ledger:
         self, ids: Sequence[str], *, from_date: str, reason: str | None = None
     ) -> RetractResult:
         """Withdraw chunk ids from `from_date` on, as one `retract` entry (`ledger
-        retract`). An unknown id raises `NotFoundError` (exit 3), nothing written."""
+        retract`); one id may be given as a string. An unknown id raises
+        `NotFoundError` (exit 3), nothing written."""
         from ledger.store import documents
 
-        return documents.retract(self._engine, list(ids), from_date, reason)
+        return documents.retract(self._engine, _listed(ids, "ids"), from_date, reason)
 
     def reinstate(
         self, ids: Sequence[str], *, from_date: str, reason: str | None = None
@@ -227,7 +236,7 @@ class Ledger:
         retracted `InputError` (exit 1); nothing written then."""
         from ledger.store import documents
 
-        return documents.reinstate(self._engine, list(ids), from_date, reason)
+        return documents.reinstate(self._engine, _listed(ids, "ids"), from_date, reason)
 
     # Erasure ---------------------------------------------------------
 

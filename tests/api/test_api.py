@@ -211,3 +211,18 @@ def test_report_hint_seconds_must_be_a_number_of_seconds(tmp_path: Path) -> None
     ok = run_ledger("report", "1", "--hint-seconds", "0.5", "-o", str(tmp_path / "r.html"),
                     db=str(db))  # fmt: skip
     assert ok.returncode == 0, ok.stderr
+
+
+def test_one_id_or_path_given_as_a_string_is_a_list_of_one(tmp_path: Path) -> None:
+    """retract("refund-faq") read each character as an id ("'r': not a chunk
+    id") and ingest_paths("file.jsonl") each character as a path ("/: is a
+    directory"): one string is a list of one, as erase already took it."""
+    source = tmp_path / "one.jsonl"
+    source.write_text(json.dumps(chunk(id="refund-faq")) + "\n", encoding="utf-8")
+    with ledger.open(str(tmp_path / "l.db"), create=True) as lg:
+        assert lg.ingest_paths(str(source)).new == 1
+        assert lg.ingest_paths(source).unchanged == 1
+        retracted = lg.retract("refund-faq", from_date="2026-01-01")
+        assert list(retracted.to_json()["ids"]) == ["refund-faq"]
+        reinstated = lg.reinstate("refund-faq", from_date="2026-02-01")
+        assert list(reinstated.to_json()["ids"]) == ["refund-faq"]
