@@ -84,25 +84,26 @@ MAX_LISTED = 100
 _HEX = re.compile(r"[0-9a-f]+")
 
 
-def _check_w3c_id(given: str, digits: int, option: str, role: str) -> str:
+def _check_w3c_id(given: str, digits: int, param: str, role: str) -> str:
     """`given` as a W3C traceparent id of `digits` hex digits, not all zero, lower-case."""
-    value = given.strip().lower()
+    value = given.strip().lower() if isinstance(given, str) else ""
     if len(value) != digits or not _HEX.fullmatch(value) or value == "0" * digits:
         raise InputError(
-            f"{option} {given[:40]!r}: must be {digits} hex digits, not all zero "
-            f"(the W3C traceparent's {role})"
+            f"{param}: {str(given)[:40]!r} must be {digits} hex digits, not all zero "
+            f"(the W3C traceparent's {role})",
+            param=param,
         )
     return value
 
 
 def check_trace_id(trace_id: str) -> str:
     """A W3C trace id: 32 hex digits, not all zero; returned lower-case."""
-    return _check_w3c_id(trace_id, 32, "--trace-id", "trace id")
+    return _check_w3c_id(trace_id, 32, "trace_id", "trace id")
 
 
 def check_span_id(span_id: str) -> str:
     """A W3C span id: 16 hex digits, not all zero; returned lower-case."""
-    return _check_w3c_id(span_id, 16, "--span-id", "parent id")
+    return _check_w3c_id(span_id, 16, "span_id", "parent id")
 
 
 def active_span() -> Any | None:
@@ -123,7 +124,9 @@ def trace_of(trace_id: str | None, span_id: str | None) -> tuple[str, str | None
     if trace_id is not None:
         return check_trace_id(trace_id), None if span_id is None else check_span_id(span_id)
     if span_id is not None:
-        raise InputError("--span-id goes with --trace-id (a span id alone names no trace)")
+        raise InputError(
+            "span_id: goes with a trace id (a span id alone names no trace)", param="span_id"
+        )
     span = active_span()
     if span is None:
         return None

@@ -114,10 +114,10 @@ def test_build_and_packs_take_trace_ids_on_the_command_line(lg: ledger.Ledger, d
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--trace-id", "xyz"], "--trace-id 'xyz': must be 32 hex digits"),
+        (["--trace-id", "xyz"], "--trace-id: 'xyz' must be 32 hex digits"),
         (["--trace-id", "0" * 32], "not all zero"),
-        (["--trace-id", TRACE, "--span-id", "123"], "--span-id '123': must be 16 hex digits"),
-        (["--span-id", SPAN], "--span-id goes with --trace-id"),
+        (["--trace-id", TRACE, "--span-id", "123"], "--span-id: '123' must be 16 hex digits"),
+        (["--span-id", SPAN], "--span-id: goes with a trace id"),
     ],
 )
 def test_bad_trace_ids_are_refused_and_record_nothing(
@@ -131,6 +131,16 @@ def test_bad_trace_ids_are_refused_and_record_nothing(
     assert lg.head().to_json() == head
     bad = run_ledger("packs", "--trace-id", "nothex", db=db_url)
     assert bad.returncode == 1 and "must be 32 hex digits" in bad.stderr
+
+
+def test_the_api_names_its_own_trace_parameters(lg: ledger.Ledger) -> None:
+    """The library speaks its own terms: `trace_id`, not the command's flag."""
+    for kwargs, param in (({"trace_id": "zz"}, "trace_id"), ({"span_id": SPAN}, "span_id"),
+                          ({"trace_id": TRACE, "span_id": 7}, "span_id")):  # fmt: skip
+        with pytest.raises(ledger.InputError) as raised:
+            lg.build(AS_OF, **kwargs)
+        assert raised.value.param == param and str(raised.value).startswith(f"{param}: ")
+        assert "--" not in str(raised.value)
 
 
 def test_downgrading_below_the_trace_revision_keeps_recorded_traces(
