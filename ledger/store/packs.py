@@ -78,8 +78,9 @@ def resolve_pack(conn: Connection, ref: str) -> int:
     ref = ref.lower()
     if len(ref) < 6 or not _HEX.fullmatch(ref):
         raise PackRefError(
-            f"PACK {_shown(ref)!r}: give a pack number (ASCII digits) or at least 6 hex "
-            "characters of a pack digest"
+            f"pack {_shown(ref)!r}: give a pack number (ASCII digits) or at least 6 hex "
+            "characters of a pack digest",
+            param="pack",
         )
     rows = conn.execute(
         select(packs.c.pack_no, packs.c.pack_digest)
@@ -93,8 +94,9 @@ def resolve_pack(conn: Connection, ref: str) -> int:
     numbers: list[int] = sorted({r.pack_no for r in rows})
     if len({r.pack_digest for r in rows}) > 1:
         raise InputError(
-            f"PACK {ref} matches several pack digests (packs {', '.join(map(str, numbers))}); "
-            "give more characters"
+            f"pack {ref} matches several pack digests (packs {', '.join(map(str, numbers))}); "
+            "give more characters",
+            param="pack",
         )
     # Identical builds share a digest: the prefix names the newest of them.
     return numbers[-1]
