@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from tests import dbtools
-from tests.clitools import one_error_line, run
-from tests.conftest import chunk
+from tests.clitools import Run, ledger_args, one_error_line, run
+from tests.conftest import chunk, run_in_process
 
 
 def test_a_dedupe_group_across_trust_labels_names_a_few_ids_and_counts_the_rest(
@@ -71,6 +71,38 @@ def test_a_pack_fixture_missing_its_other_keys_is_refused(tmp_path: Path, db_pat
     line = one_error_line(run("ingest", str(source), db=db_path))
     assert line.startswith(f"{source}: not a pack fixture: missing top-level fields"), line
     assert "['fixture_version', 'request', 'selector_version']" in line, line
+    assert dbtools.snapshot(db_path) == before
+
+
+def test_ctrl_c_during_an_ingest_is_one_line_and_records_nothing(
+    tmp_path: Path, db_path: Path
+) -> None:
+    """Ctrl-C during a long ingest printed an empty line, then `error: aborted`,
+    and did not say whether anything was stored. The command runs in this
+    process, and a timer raises KeyboardInterrupt (what Ctrl-C raises) after a
+    fifth of a second of this process's CPU time (SIGPROF: the in-process
+    runner keeps SIGALRM for its own deadline): the 100,000 records take
+    seconds to store, so the interrupt always lands inside the ingest."""
+    import signal
+
+    source = tmp_path / "big.jsonl"
+    with source.open("w", encoding="utf-8") as out:
+        for i in range(100_000):
+            out.write(json.dumps(chunk(id=f"c{i:07d}", dedupe_key=f"c{i:07d}")) + "\n")
+    before = dbtools.snapshot(db_path)
+
+    def ctrl_c(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGPROF, ctrl_c)
+    signal.setitimer(signal.ITIMER_PROF, 0.2)
+    try:  # in this process always (not LEDGER_TEST_SUBPROCESS's child)
+        done = run_in_process(ledger_args("ingest", str(source), db=db_path), timeout=120)
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+    line = one_error_line(Run(("ingest",), done.returncode, done.stdout, done.stderr))
+    assert line == "interrupted; nothing was recorded by this command (run it again)", line
     assert dbtools.snapshot(db_path) == before
 
 
