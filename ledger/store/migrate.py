@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -123,20 +123,15 @@ def upgrade_database(engine: Engine, *, backup: bool = True) -> Upgrade:
 
     cfg = alembic_config()
     copy = None
+    # Read first: another application's database is refused before the write
+    # lock makes its `-writer` file beside it; checked again under the lock.
+    with engine.connect() as probe:
+        if current_revision(probe) is None:
+            _refuse_foreign(probe, engine)
     with write_transaction(engine) as conn:
         before = current_revision(conn)
         if before is None:
-            others = foreign_tables(conn)
-            if others:
-                # Another application's database: adding the ledger's tables to it
-                # would mix two programs' data. Nothing is written.
-                where = sqlite_path(engine.url.render_as_string(hide_password=False))
-                shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
-                raise SchemaError(
-                    f"{where or display_url(engine.url.render_as_string(hide_password=False))} "
-                    f"is not a ledger: it holds other tables ({shown}); "
-                    "name a new file or an empty database"
-                )
+            _refuse_foreign(conn, engine)
         if before is not None:
             try:
                 ScriptDirectory.from_config(cfg).get_revision(before)
@@ -155,6 +150,20 @@ def upgrade_database(engine: Engine, *, backup: bool = True) -> Upgrade:
         after = current_revision(conn)
     use_wal(engine)
     return Upgrade(before, after or "", copy)
+
+
+def _refuse_foreign(conn: Connection, engine: Engine) -> None:
+    """Another application's database (tables, no ledger schema): adding the
+    ledger's tables to it would mix two programs' data. Nothing is written."""
+    others = foreign_tables(conn)
+    if others:
+        where = sqlite_path(engine.url.render_as_string(hide_password=False))
+        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+        raise SchemaError(
+            f"{where or display_url(engine.url.render_as_string(hide_password=False))} "
+            f"is not a ledger: it holds other tables ({shown}); "
+            "name a new file or an empty database"
+        )
 
 
 def upgrade_to_head(engine: Engine) -> tuple[str | None, str]:

@@ -97,6 +97,8 @@ def test_init_refuses_a_foreign_database(tmp_path: Path) -> None:
     assert "not a ledger" in line or "other tables" in line, line
     assert path.read_bytes() == before
     assert _journal_mode(path) == "delete"
+    # Nothing made beside it either (the write lock's file was, before).
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
 
 
 @pytest.mark.parametrize("command", [("verify",), ("packs",), ("head",)])
