@@ -662,10 +662,11 @@ class Ledger:
         """The newest entry (or entry `at`) as a checkpoint `SEQ:HASH` (keep it;
         verify against it later). A missing entry is a NotFoundError."""
         with self._read() as conn:
-            h = read_head(conn) if at is None else entry_at(conn, at)
+            newest = read_head(conn)
+            h = newest if at is None else entry_at(conn, at)
         if h is None:
             raise NotFoundError(
-                f"at: entry {at} does not exist; head() gives the newest", param="at"
+                f"at: entry {at} does not exist (the newest is entry {newest.seq})", param="at"
             )
         return HeadResult({"seq": h.seq, "hash": h.entry_hash, "checkpoint": h.checkpoint()})
 

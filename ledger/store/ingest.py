@@ -223,6 +223,7 @@ def _store_slice(conn: Connection, recs: Pending, seq: int, index: bool) -> tupl
         found = conn.exec_driver_sql(_STORED_VERSIONS_SQL.format(marks), tuple(ids))
     stored = {(chunk_id, version): digest for chunk_id, version, digest in found}
     seen: dict[tuple[str, str], str] = {}
+    first_at: dict[tuple[str, str], str] = {}  # where this run read each version first
     rows: list[tuple[Any, ...]] = []
     payloads: list[bytes | str] = []  # the index payloads, of `indexed` rows
     indexed: list[int] = []  # positions in rows
@@ -232,6 +233,7 @@ def _store_slice(conn: Connection, recs: Pending, seq: int, index: bool) -> tupl
         known = stored.get(key) or seen.get(key)
         if known is None:
             seen[key] = digest
+            first_at[key] = where
             if index and payload is not None:
                 indexed.append(len(rows))
                 payloads.append(payload)
@@ -241,6 +243,12 @@ def _store_slice(conn: Connection, recs: Pending, seq: int, index: bool) -> tupl
         ):
             # (An exchange stored before scopes were recorded hashes without it.)
             unchanged += 1
+        elif key in first_at:  # twice in this run, not yet stored
+            raise RefusedError(
+                f"{where}: chunk '{rec.id}' version '{rec.source_version}' is also at "
+                f"{first_at[key]} with other content (record digest {known}; this one's is "
+                f"{digest}); give one of them a new source_version, or drop one"
+            )
         else:
             raise RefusedError(
                 f"{where}: chunk '{rec.id}' version '{rec.source_version}' is already stored "

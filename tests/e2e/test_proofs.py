@@ -232,7 +232,10 @@ def test_head_at(base: dict[str, Any]) -> None:
     assert (
         run_ledger("head", "--at", "4", db=base["db"], check=True).stdout.strip() == f"4:{rows[4]}"
     )
-    assert run_ledger("head", "--at", "11", db=base["db"]).returncode == 3
+    missing = run_ledger("head", "--at", "11", db=base["db"])
+    assert missing.returncode == 3
+    # In the command's words: no `head()` of the Python API in a command's line.
+    assert missing.stderr == "error: --at: entry 11 does not exist (the newest is entry 10)\n"
 
 
 # --------------------------------------------------------------------------

@@ -186,6 +186,18 @@ INGEST: list[Case] = [
         line(text(content="Alpha content, changed.")),
         "already stored with record digest",
     ),
+    # Not "already stored": the first is in this very run (the audit's misleading line).
+    Case(
+        "one version twice in a file, other content",
+        write(
+            "twice.jsonl",
+            text(id="twice", dedupe_key="twice")
+            + b"\n"
+            + text(id="twice", dedupe_key="twice", content="Other words.")
+            + b"\n",
+        ),
+        "twice.jsonl:1 with other content",
+    ),
     Case(
         "dedupe group across a boundary",
         line(text(id="gamma", dedupe_key="alpha", trust="user-input")),
