@@ -307,7 +307,7 @@ def sqlite_open_failure(reason: str) -> str:
     return (
         f"{reason} (a ledger's reader needs its -wal and -shm files beside it, and this "
         "user may not write there: run it where the folder may be written, or, while no "
-        "one writes the ledger, open it as --db "
+        "one writes the ledger, open it through the URL "
         "'sqlite:///file:PATH?mode=ro&immutable=1&uri=true')"
     )
 
