@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -14,39 +13,17 @@ from hypothesis import strategies as st
 
 import ledger
 from ledger.core.checks import CheckFileError, fold
+from tests.check.conftest import state
 from tests.conftest import run_ledger
-from tests.seeded import AS_OF, SEED, seed_ledger
+from tests.seeded import AS_OF, SEED
 
 IDS = [c["id"] for c in SEED["chunks"]]
-
-
-@pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("check") / "ledger.db"
-    seed_ledger(db, init=True, build=False)
-    return db
-
-
-@pytest.fixture
-def db(base: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "ledger.db"
-    copy.write_bytes(base.read_bytes())
-    return copy
 
 
 def write_tests(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "context-tests.toml"
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def state(db: Path) -> list[Any]:
-    """Every row of every table: what "the ledger is unchanged" compares."""
-    with sqlite3.connect(db) as conn:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return [
-            (t, sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"')))) for t in sorted(tables)
-        ]
 
 
 def recorded(db: Path, **build: Any) -> dict[str, Any]:

@@ -4,43 +4,19 @@ that would replace an input, and a tests file whose values a build refuses."""
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.check.conftest import state
 from tests.conftest import run_ledger
-from tests.seeded import seed_ledger
 
 CASE = '[[case]]\nname = "policy"\nas_of = "2026-07-21"\nadmit = ["policy"]\n'
 CANDIDATES_CASE = (
     '[[case]]\nname = "ranked"\nas_of = "2026-07-21"\ncandidates = "ranked.jsonl"\n'
     'admit = ["policy"]\n'
 )
-
-
-@pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("check-refusals") / "ledger.db"
-    seed_ledger(db, init=True, build=False)
-    return db
-
-
-@pytest.fixture
-def db(base: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "ledger.db"
-    copy.write_bytes(base.read_bytes())
-    return copy
-
-
-def state(db: Path) -> list[Any]:
-    """Every row of every table: what "the ledger is unchanged" compares."""
-    with sqlite3.connect(db) as conn:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return [
-            (t, sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"')))) for t in sorted(tables)
-        ]
 
 
 def refused(run: Any, code: int, *words: str) -> str:
